@@ -1,0 +1,88 @@
+"""Memory measures without tracemalloc (too slow) or psutil: Linux ``/proc`` only.
+
+* This process: ``VmHWM`` (peak resident set) from ``/proc/self/status``. Writing
+  ``5`` to ``/proc/self/clear_refs`` resets the peak to the current RSS (Linux 4.0+),
+  so each phase gets its own peak. Where that is refused, the peak is since start.
+* A server in other processes: the sum of ``Pss`` (proportional set size, which
+  shares shared memory out fairly instead of counting it once per process) from
+  ``/proc/<pid>/smaps_rollup`` over a process and its children.
+
+Every function returns ``None`` where the figure cannot be read (not Linux, no
+permission), and the report shows ``n/a``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_MIB = 1024.0
+
+
+def _status_kib(field: str, pid: str = "self") -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def rss_kib() -> int | None:
+    """Current resident set of this process, KiB."""
+    return _status_kib("VmRSS")
+
+
+def peak_rss_kib() -> int | None:
+    """Peak resident set of this process since start or the last :func:`reset_peak`, KiB."""
+    return _status_kib("VmHWM")
+
+
+def reset_peak() -> bool:
+    """Reset this process's peak RSS to its current RSS; False where not supported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: split after the last ')'.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1 and fields[1] == str(pid):
+            kids.append(int(entry.name))
+    return kids
+
+
+def _pss_kib(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def tree_pss_mb(pid: int) -> float | None:
+    """Total PSS of ``pid`` and its direct children, MiB; None if unreadable."""
+    total = 0
+    for p in [pid, *_children(pid)]:
+        pss = _pss_kib(p)
+        if pss is None:
+            if p == pid:
+                return None
+            continue  # a child that exited meanwhile
+        total += pss
+    return total / _MIB

@@ -1,0 +1,89 @@
+"""One error root for widetable, carrying Tablestore's error codes.
+
+Every public operation raises :class:`WidetableError` (or a subclass) on bad
+input or a failed precondition. The message names the offending value, and a
+rejected request changes nothing.
+"""
+
+from __future__ import annotations
+
+# Tablestore error codes, as the official SDKs expose them.
+PARAMETER_INVALID = "OTSParameterInvalid"
+INVALID_PK = "OTSInvalidPK"
+OBJECT_NOT_EXIST = "OTSObjectNotExist"
+OBJECT_ALREADY_EXIST = "OTSObjectAlreadyExist"
+CONDITION_CHECK_FAIL = "OTSConditionCheckFail"
+OUT_OF_COLUMN_COUNT_LIMIT = "OTSOutOfColumnCountLimit"
+OUT_OF_ROW_SIZE_LIMIT = "OTSOutOfRowSizeLimit"
+SERVER_BUSY = "OTSServerBusy"
+PARTITION_UNAVAILABLE = "OTSPartitionUnavailable"
+ROW_OPERATION_CONFLICT = "OTSRowOperationConflict"
+INTERNAL_SERVER_ERROR = "OTSInternalServerError"
+NOT_SUPPORTED = "OTSNotSupported"
+
+
+class WidetableError(Exception):
+    """The root of every widetable error. ``code`` is a Tablestore error code."""
+
+    code: str = INTERNAL_SERVER_ERROR
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def __reduce__(self):  # keep code and message across pickling (process pools)
+        return (type(self), (self.message, self.code))
+
+
+class ParameterInvalid(WidetableError):
+    code = PARAMETER_INVALID
+
+
+class InvalidPK(WidetableError):
+    code = INVALID_PK
+
+
+class ObjectNotExist(WidetableError):
+    code = OBJECT_NOT_EXIST
+
+
+class ObjectAlreadyExist(WidetableError):
+    code = OBJECT_ALREADY_EXIST
+
+
+class ConditionCheckFail(WidetableError):
+    code = CONDITION_CHECK_FAIL
+
+    def __init__(self, message: str = "Condition check failed.", code: str | None = None) -> None:
+        super().__init__(message, code)
+
+
+class OutOfColumnCountLimit(WidetableError):
+    code = OUT_OF_COLUMN_COUNT_LIMIT
+
+
+class OutOfRowSizeLimit(WidetableError):
+    code = OUT_OF_ROW_SIZE_LIMIT
+
+
+class ServerBusy(WidetableError):
+    code = SERVER_BUSY
+
+
+class RowOperationConflict(WidetableError):
+    code = ROW_OPERATION_CONFLICT
+
+
+class NotSupported(WidetableError):
+    code = NOT_SUPPORTED
+
+
+def describe(value: object, limit: int = 64) -> str:
+    """A short printable form of ``value`` for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

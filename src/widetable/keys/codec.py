@@ -1,0 +1,207 @@
+"""Order-preserving encoding of typed primary-key tuples.
+
+Grammar (DO NOT CHANGE: embedded in on-disk data)::
+
+    tuple    := element*
+    element  := 0x01 escaped 0x00          BINARY
+              | 0x02 escaped 0x00          STRING (UTF-8)
+              | 0x15 uint64-big-endian     INTEGER, stored as value + 2**63
+    escaped  := the bytes with every 0x00 written as 0x00 0xFF
+
+Invariants (tested in ``tests/keys/test_codec.py`` with hypothesis):
+
+* ``decode_tuple(encode_tuple(t)) == t``;
+* for tuples of one schema, byte order equals logical order;
+* a tuple sorts before each of its extensions, and every extension of ``t``
+  falls inside ``prefix_range(encode_tuple(t))``.
+
+No element starts with 0xFF, so ``prefix + b"\\xff"`` is above every key that
+extends ``prefix``. Range bounds with ``INF_MIN``/``INF_MAX`` rely on that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Union
+
+from ..errors import InvalidPK, describe
+
+PKValue = Union[str, int, bytes]
+
+STRING = "STRING"
+INTEGER = "INTEGER"
+BINARY = "BINARY"
+PK_TYPES = (STRING, INTEGER, BINARY)
+
+CODE_BINARY = 0x01  # DO NOT CHANGE: embedded in on-disk data
+CODE_STRING = 0x02  # DO NOT CHANGE: embedded in on-disk data
+CODE_INTEGER = 0x15  # DO NOT CHANGE: embedded in on-disk data
+
+MAX_KEY_VALUE_BYTES = 1024
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+_INT_OFFSET = 2**63
+
+
+class _Infinity:
+    """A bound that stands in for any key column in a range read."""
+
+    __slots__ = ("name", "_sign")
+
+    def __init__(self, name: str, sign: int) -> None:
+        self.name = name
+        self._sign = sign
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __reduce__(self) -> str:
+        return self.name
+
+
+INF_MIN = _Infinity("INF_MIN", -1)
+INF_MAX = _Infinity("INF_MAX", 1)
+
+_STRING_HEAD = bytes([CODE_STRING])
+_BINARY_HEAD = bytes([CODE_BINARY])
+_INTEGER_HEAD = bytes([CODE_INTEGER])
+_TERMINATOR = b"\x00"
+
+
+def encode_string(value: str) -> bytes:
+    raw = value.encode("utf-8")
+    if len(raw) > MAX_KEY_VALUE_BYTES:
+        raise InvalidPK(
+            f"primary key value {describe(value)} is {len(raw)} bytes; the limit is "
+            f"{MAX_KEY_VALUE_BYTES}"
+        )
+    return _STRING_HEAD + raw.replace(b"\x00", b"\x00\xff") + _TERMINATOR
+
+
+def encode_binary(value: bytes) -> bytes:
+    if len(value) > MAX_KEY_VALUE_BYTES:
+        raise InvalidPK(
+            f"primary key value {describe(value)} is {len(value)} bytes; the limit is "
+            f"{MAX_KEY_VALUE_BYTES}"
+        )
+    return _BINARY_HEAD + bytes(value).replace(b"\x00", b"\x00\xff") + _TERMINATOR
+
+
+def encode_integer(value: int) -> bytes:
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise InvalidPK(f"primary key value {value} does not fit in a signed 64-bit integer")
+    return _INTEGER_HEAD + (value + _INT_OFFSET).to_bytes(8, "big")
+
+
+def encode_element(value: PKValue, type_: str, name: str = "") -> bytes:
+    """Encode one key column value, checking it against its declared type."""
+    if type_ == STRING:
+        if type(value) is str:
+            return encode_string(value)
+    elif type_ == INTEGER:
+        if type(value) is int:
+            return encode_integer(value)
+    elif type_ == BINARY:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return encode_binary(bytes(value))
+    else:
+        raise InvalidPK(f"unknown primary key type {describe(type_)}")
+    label = f"primary key column {name!r}" if name else "primary key value"
+    raise InvalidPK(
+        f"{label} must be {type_}, got {type(value).__name__} {describe(value)}"
+    )
+
+
+def encode_tuple(values: Sequence[PKValue], types: Sequence[str] | None = None) -> bytes:
+    """Encode a key tuple. Without ``types`` each value's Python type decides."""
+    if types is None:
+        types = [_infer(v) for v in values]
+    return b"".join(encode_element(v, t) for v, t in zip(values, types, strict=True))
+
+
+def _infer(value: object) -> str:
+    if type(value) is str:
+        return STRING
+    if type(value) is int:
+        return INTEGER
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return BINARY
+    raise InvalidPK(f"primary key value {describe(value)} is not STRING, INTEGER or BINARY")
+
+
+def _read_escaped(data: bytes, pos: int) -> tuple[bytes, int]:
+    out = bytearray()
+    n = len(data)
+    while True:
+        end = data.find(b"\x00", pos)
+        if end < 0:
+            raise InvalidPK(f"truncated key bytes {describe(data)}")
+        out += data[pos:end]
+        if end + 1 < n and data[end + 1] == 0xFF:
+            out.append(0)
+            pos = end + 2
+            continue
+        return bytes(out), end + 1
+
+
+def decode_tuple(data: bytes, pos: int = 0) -> tuple[PKValue, ...]:
+    """Decode every element from ``pos`` to the end of ``data``."""
+    out: list[PKValue] = []
+    n = len(data)
+    while pos < n:
+        code = data[pos]
+        pos += 1
+        if code == CODE_STRING:
+            raw, pos = _read_escaped(data, pos)
+            out.append(raw.decode("utf-8"))
+        elif code == CODE_BINARY:
+            raw, pos = _read_escaped(data, pos)
+            out.append(raw)
+        elif code == CODE_INTEGER:
+            if pos + 8 > n:
+                raise InvalidPK(f"truncated integer in key bytes {describe(data)}")
+            out.append(int.from_bytes(data[pos : pos + 8], "big") - _INT_OFFSET)
+            pos += 8
+        else:
+            raise InvalidPK(f"unknown type code 0x{code:02x} in key bytes {describe(data)}")
+    return tuple(out)
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The exclusive upper bound of every key that extends ``prefix``."""
+    return prefix + b"\xff"
+
+
+def make_encoder(types: Sequence[str], names: Sequence[str]):
+    """Return a fast ``encode(values) -> bytes`` for one schema.
+
+    The returned function checks arity and types and raises :class:`InvalidPK`
+    with the column name on mismatch.
+    """
+    types = tuple(types)
+    names = tuple(names)
+    arity = len(types)
+
+    if types == (STRING,):
+        name0 = names[0]
+
+        def encode_one_string(values: Sequence[PKValue]) -> bytes:
+            if len(values) != 1:
+                raise InvalidPK(f"primary key needs 1 column ({name0}), got {describe(values)}")
+            v = values[0]
+            if type(v) is not str:
+                return encode_element(v, STRING, name0)
+            if len(v) <= 256 and "\x00" not in v and v.isascii():
+                return b"\x02" + v.encode() + b"\x00"
+            return encode_string(v)
+
+        return encode_one_string
+
+    def encode(values: Sequence[PKValue]) -> bytes:
+        if len(values) != arity:
+            raise InvalidPK(
+                f"primary key needs {arity} columns ({', '.join(names)}), got {describe(values)}"
+            )
+        return b"".join([encode_element(v, t, n) for v, t, n in zip(values, types, names)])
+
+    return encode

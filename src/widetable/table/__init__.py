@@ -1,0 +1,1 @@
+"""Table semantics: rows, versions, TTL, conditions, filters, ranges and batches."""

@@ -1,0 +1,174 @@
+"""Cross-table batches: BatchGetRow (up to 100 rows) and BatchWriteRow (up to 200 rows, 4 MB).
+
+Each row gets its own result. A batch is not atomic across rows, but plain
+puts without conditions go to the engine in one atomic write for speed.
+Whole-batch errors (too many rows, too many bytes, a row named twice, a
+malformed item) reject the batch before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import msgpack
+
+from ..errors import ParameterInvalid, WidetableError, describe
+from .filters import as_condition
+from .reader import make_reader
+from .row import BatchGetResult, BatchWriteResult, WriteResult
+from .values import MAX_REQUEST_BYTES, normalize_cells, now_ms, value_size
+
+if TYPE_CHECKING:
+    from ..db import Database
+
+MAX_BATCH_GET = 100
+MAX_BATCH_WRITE = 200
+_READ_OPTIONS = ("columns", "max_versions", "time_range", "filter")
+_UPDATE_PARTS = ("put", "delete_version", "delete_column", "increment")
+
+
+def _check_count(requests: object, limit: int, what: str) -> list:
+    if not isinstance(requests, (list, tuple)) or not 1 <= len(requests) <= limit:
+        raise ParameterInvalid(
+            f"{what} takes 1-{limit} rows, got "
+            f"{len(requests) if isinstance(requests, (list, tuple)) else describe(requests)}"
+        )
+    return list(requests)
+
+
+def batch_get_row(db: Database, requests: list) -> list[BatchGetResult]:
+    """Items are ``(table, pk)`` or ``(table, pk, {columns, max_versions, time_range, filter})``."""
+    requests = _check_count(requests, MAX_BATCH_GET, "batch_get_row")
+    results: list[BatchGetResult] = []
+    keys: list[bytes] = []
+    pending: list[tuple[int, object]] = []
+    now = now_ms()
+    for item in requests:
+        if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
+            raise ParameterInvalid(f"batch_get_row item must be (table, pk[, options]), got {describe(item)}")
+        name, pk = item[0], item[1]
+        opts = item[2] if len(item) == 3 else {}
+        result = BatchGetResult(str(name), pk if isinstance(pk, tuple) else (pk,))
+        results.append(result)
+        try:
+            if not isinstance(opts, Mapping) or set(opts) - set(_READ_OPTIONS):
+                raise ParameterInvalid(f"batch_get_row options must be a dict of {_READ_OPTIONS}, got {describe(opts)}")
+            table = db.table(name)
+            values, key = table._key(pk)
+            result.primary_key = values
+            reader = make_reader(
+                opts.get("columns"), opts.get("max_versions"), opts.get("time_range"),
+                opts.get("filter"), table._cutoff(now),
+            )
+        except WidetableError as exc:
+            result.error = exc
+            continue
+        keys.append(key)
+        pending.append((len(results) - 1, reader))
+    for (index, reader), blob in zip(pending, db._engine.multi_get(keys)):
+        if blob is not None:
+            results[index].row = reader(msgpack.unpackb(blob, use_list=False, raw=False))
+    return results
+
+
+def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
+    """Items are ``(table, op, pk, payload[, condition])``.
+
+    ``op`` is ``"put"`` (payload: columns), ``"update"`` (payload: a dict of
+    ``put``/``delete_version``/``delete_column``/``increment``) or ``"delete"``
+    (payload may be omitted).
+    """
+    requests = _check_count(requests, MAX_BATCH_WRITE, "batch_write_row")
+    results: list[BatchWriteResult] = []
+    fast: list[tuple[int, bytes, bytes]] = []
+    slow: list[tuple[int, object, tuple, object, object]] = []
+    seen: set[bytes] = set()
+    total = 0
+    now = now_ms()
+    for item in requests:
+        name, op, pk, payload, condition = _parse_write(item)
+        result = BatchWriteResult(str(name), op, pk if isinstance(pk, tuple) else (pk,))
+        results.append(result)
+        try:
+            table = db.table(name)
+            values, key = table._key(pk)
+            result.primary_key = values
+            cond = as_condition(condition)
+            if key in seen:
+                raise ParameterInvalid(f"batch_write_row names row {describe(values)} of table {name!r} twice")
+            seen.add(key)
+            if op == "put" and cond is None:
+                cells = normalize_cells(payload, now, table._options.max_time_deviation)
+                blob = table._encode_new_row(values, cells, now)
+                total += len(key) + len(blob)
+                fast.append((len(results) - 1, key, blob))
+            else:
+                total += len(key) + _payload_size(payload)
+                slow.append((len(results) - 1, table, values, payload, cond))
+        except ParameterInvalid as exc:
+            if "twice" in exc.message:
+                raise
+            result.error = exc
+        except WidetableError as exc:
+            result.error = exc
+        if total > MAX_REQUEST_BYTES:
+            raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
+    _write_fast(db, results, fast)
+    for index, table, values, payload, cond in slow:
+        result = results[index]
+        try:
+            result.result = _write_one(table, result.operation, values, payload, cond)
+        except WidetableError as exc:
+            result.error = exc
+    return results
+
+
+def _parse_write(item: object) -> tuple:
+    if not isinstance(item, (list, tuple)) or len(item) not in (3, 4, 5):
+        raise ParameterInvalid(
+            f"batch_write_row item must be (table, op, pk, payload[, condition]), got {describe(item)}"
+        )
+    name, op, pk = item[0], item[1], item[2]
+    payload = item[3] if len(item) > 3 else None
+    condition = item[4] if len(item) > 4 else None
+    if op not in ("put", "update", "delete"):
+        raise ParameterInvalid(f"batch_write_row op must be put, update or delete, got {describe(op)}")
+    if op == "update" and (not isinstance(payload, Mapping) or set(payload) - set(_UPDATE_PARTS)):
+        raise ParameterInvalid(f"an update's payload must be a dict of {_UPDATE_PARTS}, got {describe(payload)}")
+    return name, op, pk, payload, condition
+
+
+def _payload_size(payload: object) -> int:
+    if isinstance(payload, Mapping):
+        return sum(len(str(k)) + _payload_size(v) for k, v in payload.items())
+    if isinstance(payload, (list, tuple)):
+        return sum(_payload_size(v) for v in payload)
+    return 0 if payload is None else value_size(payload)
+
+
+def _write_fast(db: Database, results: list, fast: list) -> None:
+    if not fast:
+        return
+    mask = len(db._row_locks) - 1
+    locks = [db._row_locks[i] for i in sorted({hash(k) & mask for _, k, _ in fast})]
+    batch = db._engine.batch()
+    for _, key, blob in fast:
+        batch.put(key, blob)
+    for lock in locks:
+        lock.acquire()
+    try:
+        db._engine.write(batch)
+    finally:
+        for lock in locks:
+            lock.release()
+    for index, _, _ in fast:
+        results[index].result = WriteResult(results[index].primary_key)
+
+
+def _write_one(table, op: str, values: tuple, payload: object, cond: object) -> WriteResult:
+    if op == "put":
+        return table.put_row(values, payload, cond)
+    if op == "delete":
+        return table.delete_row(values, cond)
+    return table.update_row(values, condition=cond, **payload)  # type: ignore[arg-type]

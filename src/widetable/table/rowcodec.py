@@ -1,0 +1,99 @@
+"""The row layout: one RocksDB value per row, holding every cell and version.
+
+Grammar (DO NOT CHANGE: embedded in on-disk data), as a MessagePack array::
+
+    row      := [1, pk, latest, stamps, history]
+    pk       := [key-value, ...]                  the primary key, in column order
+    latest   := {column: value}                   newest version of each column
+    stamps   := {column: timestamp-ms}            timestamp of that newest version
+    history  := nil | {column: [ts, value, ts, value, ...]}
+                                                  older versions, newest first
+
+MessagePack keeps the five attribute types apart (str, int, float, bool, bin),
+so a row decodes in one C call and a plain read needs no Python loop. The key
+is repeated inside the value so range reads never parse key bytes.
+"""
+
+from __future__ import annotations
+
+import msgpack
+
+FORMAT = 1  # DO NOT CHANGE: embedded in on-disk data
+
+_packer = msgpack.Packer(use_bin_type=True)
+pack = msgpack.Packer(use_bin_type=True).pack
+
+# Versions of one column, newest first: [(timestamp, value), ...]
+Versions = list[tuple[int, object]]
+
+
+def unpack(blob: bytes) -> list:
+    """Decode a row blob into ``[FORMAT, pk, latest, stamps, history]``."""
+    return msgpack.unpackb(blob, use_list=True, raw=False)
+
+
+def encode_latest(pk: tuple | list, latest: dict, stamps: dict) -> bytes:
+    """Encode a row whose columns hold one version each."""
+    return pack([FORMAT, list(pk), latest, stamps, None])
+
+
+def decode_versions(row: list) -> dict[str, Versions]:
+    """All versions of every column of a decoded row, newest first."""
+    latest, stamps, history = row[2], row[3], row[4]
+    out: dict[str, Versions] = {}
+    for name, value in latest.items():
+        versions = [(stamps[name], value)]
+        if history:
+            older = history.get(name)
+            if older:
+                versions.extend(zip(older[0::2], older[1::2]))
+        out[name] = versions
+    return out
+
+
+def encode_versions(pk: tuple | list, columns: dict[str, Versions]) -> bytes:
+    """Encode a row from ``{column: versions newest first}``; empty columns are dropped."""
+    latest: dict = {}
+    stamps: dict = {}
+    history: dict | None = None
+    for name, versions in columns.items():
+        if not versions:
+            continue
+        ts, value = versions[0]
+        latest[name] = value
+        stamps[name] = ts
+        if len(versions) > 1:
+            if history is None:
+                history = {}
+            flat: list = []
+            for t, v in versions[1:]:
+                flat.append(t)
+                flat.append(v)
+            history[name] = flat
+    return pack([FORMAT, list(pk), latest, stamps, history])
+
+
+def merge_version(versions: Versions, ts: int, value: object) -> None:
+    """Insert ``(ts, value)`` in place, keeping newest first; a same timestamp is replaced."""
+    for i, (t, _) in enumerate(versions):
+        if t == ts:
+            versions[i] = (ts, value)
+            return
+        if t < ts:
+            versions.insert(i, (ts, value))
+            return
+    versions.append((ts, value))
+
+
+def trim(columns: dict[str, Versions], max_versions: int, cutoff_ms: int | None) -> None:
+    """Drop versions past ``max_versions`` and those at or before ``cutoff_ms`` (TTL)."""
+    for name in list(columns):
+        versions = columns[name]
+        if cutoff_ms is not None:
+            versions = [tv for tv in versions if tv[0] > cutoff_ms]
+        if len(versions) > max_versions:
+            versions = versions[:max_versions]
+        if versions:
+            columns[name] = versions
+        else:
+            del columns[name]

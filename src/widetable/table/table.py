@@ -1,0 +1,435 @@
+"""A table: single-row reads and writes, conditions, increments and range reads.
+
+Every write to a row holds that row's lock from read to write, so a row is
+atomic and conditional writes and increments are linearizable. Each write is
+one engine write, durable when it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+import msgpack
+
+from ..errors import (
+    ConditionCheckFail,
+    InvalidPK,
+    ObjectNotExist,
+    OutOfColumnCountLimit,
+    ParameterInvalid,
+    describe,
+)
+from ..keys import codec, layout
+from . import rowcodec
+from .filters import RowExistence, as_condition
+from .reader import make_reader, visible_versions
+from .row import RangeResult, Row, WriteResult
+from .schema import TableSchema
+from .values import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_COLUMNS_PER_WRITE,
+    check_column_name,
+    check_timestamp,
+    normalize_cells,
+    now_ms,
+)
+
+if TYPE_CHECKING:
+    from ..db import Database
+
+MAX_RANGE_ROWS = 5000
+MAX_RANGE_BYTES = 4 * 1024 * 1024
+_KEY_OFFSET = 5  # len(ROWS prefix + table id)
+
+
+def _unpack(blob: bytes) -> list:
+    return msgpack.unpackb(blob, use_list=False, raw=False)
+
+
+class Table:
+    """Rows of one table, sorted by primary key. Get one with ``db.table(name)``."""
+
+    def __init__(self, db: Database, schema: TableSchema) -> None:
+        self._db = db
+        self._engine = db._engine
+        self._locks = db._row_locks
+        self._lock_mask = len(db._row_locks) - 1
+        self.dropped = False
+        self._set_schema(schema)
+
+    def _set_schema(self, schema: TableSchema) -> None:
+        self.schema = schema
+        self.name = schema.name
+        self._prefix = layout.table_prefix(schema.table_id)
+        self._names = schema.pk_names
+        self._types = schema.pk_types
+        self._encode = codec.make_encoder(self._types, self._names)
+        self._options = schema.options
+
+    def __repr__(self) -> str:
+        return f"<Table {self.name!r} pk={list(self.schema.primary_key)}>"
+
+    # -- keys -----------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self.dropped:
+            raise ObjectNotExist(f"table {self.name!r} does not exist")
+        self._db._check_open()
+
+    def normalize_pk(self, pk: object) -> tuple:
+        """Accept a tuple/list of values in key order, a dict by column, or a scalar."""
+        if type(pk) is tuple:
+            return pk
+        names = self._names
+        if isinstance(pk, Mapping):
+            extra = set(pk) - set(names)
+            if extra or len(pk) != len(names):
+                raise InvalidPK(
+                    f"primary key {describe(pk)} must name exactly the columns {list(names)}"
+                )
+            return tuple(pk[n] for n in names)
+        if isinstance(pk, list):
+            if pk and all(isinstance(p, tuple) and len(p) == 2 for p in pk) and [
+                p[0] for p in pk
+            ] == list(names):
+                return tuple(p[1] for p in pk)
+            return tuple(pk)
+        if isinstance(pk, (str, int, bytes)) and len(names) == 1:
+            return (pk,)
+        raise InvalidPK(f"invalid primary key {describe(pk)} for columns {list(names)}")
+
+    def _key(self, pk: object) -> tuple[tuple, bytes]:
+        values = self.normalize_pk(pk)
+        for v in values:
+            if v is codec.INF_MIN or v is codec.INF_MAX:
+                raise InvalidPK(f"{v!r} is only allowed in range bounds, not in {describe(values)}")
+        return values, self._prefix + self._encode(values)
+
+    def _lock(self, key: bytes):
+        return self._locks[hash(key) & self._lock_mask]
+
+    def _cutoff(self, now: int) -> int | None:
+        ttl = self._options.ttl
+        return None if ttl < 0 else now - ttl * 1000
+
+    # -- reads ----------------------------------------------------------------
+
+    def get_row(
+        self,
+        pk: object,
+        columns: list[str] | None = None,
+        max_versions: int | None = None,
+        time_range: object = None,
+        filter: object = None,
+    ) -> Row | None:
+        """Read one row, or None if it does not exist (or the filter rejects it).
+
+        ``max_versions`` (default 1) and ``time_range`` (``(start_ms, end_ms)``)
+        select versions; ``columns`` projects; ``filter`` is a Filter or a
+        ColumnPagination.
+        """
+        self._check_open()
+        _, key = self._key(pk)
+        blob = self._engine.get(key)
+        if blob is None:
+            return None
+        reader = make_reader(
+            columns, max_versions, time_range, filter, self._cutoff(now_ms())
+        )
+        return reader(_unpack(blob))
+
+    def get_range(
+        self,
+        start: object,
+        end: object,
+        direction: str = "forward",
+        limit: int | None = None,
+        columns: list[str] | None = None,
+        max_versions: int | None = None,
+        time_range: object = None,
+        filter: object = None,
+    ) -> RangeResult:
+        """Read rows in ``[start, end)`` (forward) or ``[start, end)`` walking down (backward).
+
+        ``start`` is inclusive and ``end`` exclusive in both directions; backward
+        needs ``start >= end``. ``INF_MIN``/``INF_MAX`` stand in for any column,
+        and a short tuple is padded with them. One call returns at most 5000
+        rows or 4 MB; ``next_start_primary_key`` then says where to go on.
+        """
+        self._check_open()
+        reverse = _check_direction(direction)
+        if limit is not None and (type(limit) is not int or limit <= 0):
+            raise ParameterInvalid(f"limit must be a positive integer, got {describe(limit)}")
+        lo, hi = self._range_bounds(start, end, reverse)
+        reader = make_reader(columns, max_versions, time_range, filter, self._cutoff(now_ms()))
+        max_rows = MAX_RANGE_ROWS if limit is None else min(limit, MAX_RANGE_ROWS)
+        rows: list[Row] = []
+        append = rows.append
+        scanned = nbytes = 0
+        next_pk = None
+        unpack = _unpack
+        for key, blob in self._engine.scan(lo, hi, reverse):
+            if scanned >= MAX_RANGE_ROWS or nbytes >= MAX_RANGE_BYTES or len(rows) >= max_rows:
+                next_pk = codec.decode_tuple(key, _KEY_OFFSET)
+                break
+            scanned += 1
+            nbytes += len(blob)
+            row = reader(unpack(blob))
+            if row is not None:
+                append(row)
+        return RangeResult(rows, next_pk)
+
+    def scan(
+        self,
+        start: object = None,
+        end: object = None,
+        direction: str = "forward",
+        columns: list[str] | None = None,
+        max_versions: int | None = None,
+        time_range: object = None,
+        filter: object = None,
+        page_size: int = MAX_RANGE_ROWS,
+    ) -> Iterator[Row]:
+        """Iterate a whole range, following ``next_start_primary_key`` page by page.
+
+        ``start``/``end`` default to the whole table in the chosen direction.
+        """
+        reverse = _check_direction(direction)
+        lo_pad, hi_pad = (codec.INF_MAX, codec.INF_MIN) if reverse else (codec.INF_MIN, codec.INF_MAX)
+        if start is None:
+            start = (lo_pad,) * len(self._names)
+        if end is None:
+            end = (hi_pad,) * len(self._names)
+        while True:
+            page = self.get_range(
+                start, end, direction, page_size, columns, max_versions, time_range, filter
+            )
+            yield from page.rows
+            if page.next_start_primary_key is None:
+                return
+            start = page.next_start_primary_key
+
+    def _range_bounds(self, start: object, end: object, reverse: bool) -> tuple[bytes, bytes]:
+        pad = codec.INF_MAX if reverse else codec.INF_MIN
+        s = self._bound(start, pad, inclusive_upper=reverse)
+        e = self._bound(end, pad, inclusive_upper=reverse)
+        lo, hi = (e, s) if reverse else (s, e)
+        if lo > hi:
+            order = "start must not be below end" if reverse else "start must not be above end"
+            raise ParameterInvalid(
+                f"invalid range {describe(start)} -> {describe(end)} ({direction_name(reverse)}): "
+                f"{order}"
+            )
+        return lo, hi
+
+    def _bound(self, values: object, pad: object, inclusive_upper: bool) -> bytes:
+        """Key bytes for a range bound; see codec's note on ``0xFF``."""
+        if isinstance(values, Mapping):
+            vals = [values.get(n, pad) for n in self._names]
+        elif isinstance(values, (tuple, list)):
+            vals = list(values)
+        else:
+            vals = [values]
+        if len(vals) > len(self._names):
+            raise InvalidPK(f"range bound {describe(values)} has more columns than {list(self._names)}")
+        vals += [pad] * (len(self._names) - len(vals))
+        out = self._prefix
+        for v, t, n in zip(vals, self._types, self._names):
+            if v is codec.INF_MIN:
+                return out
+            if v is codec.INF_MAX:
+                return out + b"\xff"
+            out += codec.encode_element(v, t, n)
+        # A full key: bump it past itself when the bound must include it from above.
+        return out + b"\x00" if inclusive_upper else out
+
+    # -- writes ---------------------------------------------------------------
+
+    def put_row(self, pk: object, columns: object = None, condition: object = None) -> WriteResult:
+        """Write a whole row, replacing every column and version it had.
+
+        ``columns`` is ``{name: value}``, ``{name: (value, ts)}`` or a list of
+        ``(name, value[, ts])``. Raises ``OTSConditionCheckFail`` if ``condition``
+        fails; then nothing changes.
+        """
+        self._check_open()
+        values, key = self._key(pk)
+        now = now_ms()
+        cells = normalize_cells(columns, now, self._options.max_time_deviation)
+        cond = as_condition(condition)
+        blob = self._encode_new_row(values, cells, now)
+        with self._lock(key):
+            if cond is not None and cond.needs_row:
+                self._check_condition(values, self._engine.get(key), cond, now)
+            self._engine.put(key, blob)
+        return WriteResult(values)
+
+    def _encode_new_row(self, pk: tuple, cells: list, now: int) -> bytes:
+        names = {c[0] for c in cells}
+        if len(names) == len(cells):
+            return rowcodec.encode_latest(
+                pk, {n: v for n, v, _ in cells}, {n: t for n, _, t in cells}
+            )
+        versions: dict[str, list] = {}
+        for name, value, ts in cells:
+            rowcodec.merge_version(versions.setdefault(name, []), ts, value)
+        rowcodec.trim(versions, self._options.max_versions, None)
+        return rowcodec.encode_versions(pk, versions)
+
+    def update_row(
+        self,
+        pk: object,
+        put: object = None,
+        delete_version: object = None,
+        delete_column: object = None,
+        increment: object = None,
+        condition: object = None,
+    ) -> WriteResult:
+        """Change some columns of a row, creating it if needed.
+
+        Applied in order: ``delete_column`` (all versions of each named column),
+        ``delete_version`` (``{column: ts}``), ``put``, then ``increment``
+        (``{column: delta}``, atomic; a missing column counts as 0). The result
+        carries the new value of each incremented column. A row left with no
+        cells is deleted.
+        """
+        self._check_open()
+        values, key = self._key(pk)
+        now = now_ms()
+        puts = normalize_cells(put, now, self._options.max_time_deviation, "put")
+        del_versions = _pairs(delete_version, "delete_version")
+        for name, ts in del_versions:
+            check_column_name(name)
+            if type(ts) is not int:
+                raise ParameterInvalid(f"delete_version of {name!r}: timestamp {describe(ts)} must be an int")
+        del_columns = _names(delete_column)
+        incs = _increments(increment)
+        total = len(puts) + len(del_versions) + len(del_columns) + len(incs)
+        if total == 0:
+            raise ParameterInvalid("update_row needs put, delete_version, delete_column or increment")
+        if total > MAX_COLUMNS_PER_WRITE:
+            raise OutOfColumnCountLimit(f"{total} column operations; the limit is {MAX_COLUMNS_PER_WRITE}")
+        clash = {n for n, _ in incs} & ({c[0] for c in puts} | set(del_columns))
+        if clash:
+            raise ParameterInvalid(f"column {sorted(clash)[0]!r} is both incremented and written in one update")
+        cond = as_condition(condition)
+        with self._lock(key):
+            blob = self._engine.get(key)
+            row = rowcodec.unpack(blob) if blob is not None else None
+            if cond is not None and cond.needs_row:
+                self._check_condition(values, blob, cond, now, row)
+            cutoff = self._cutoff(now)
+            versions = visible_versions(row, cutoff) if row is not None else {}
+            for name in del_columns:
+                versions.pop(name, None)
+            for name, ts in del_versions:
+                if name in versions:
+                    versions[name] = [tv for tv in versions[name] if tv[0] != ts]
+            for name, value, ts in puts:
+                rowcodec.merge_version(versions.setdefault(name, []), ts, value)
+            results = self._apply_increments(versions, incs, now)
+            rowcodec.trim(versions, self._options.max_versions, cutoff)
+            if versions:
+                self._engine.put(key, rowcodec.encode_versions(values, versions))
+            elif row is not None:
+                self._engine.delete(key)
+        return WriteResult(values, results)
+
+    @staticmethod
+    def _apply_increments(versions: dict, incs: list, now: int) -> dict[str, int]:
+        results: dict[str, int] = {}
+        for name, delta in incs:
+            current = versions.get(name)
+            old = current[0][1] if current else 0
+            if type(old) is not int:
+                raise ParameterInvalid(
+                    f"cannot increment column {name!r}: its value {describe(old)} is not an INTEGER"
+                )
+            new = old + delta
+            if not INT64_MIN <= new <= INT64_MAX:
+                raise ParameterInvalid(f"incrementing column {name!r} by {delta} overflows int64")
+            ts = max(now, current[0][0]) if current else now
+            rowcodec.merge_version(versions.setdefault(name, []), ts, new)
+            results[name] = new
+        return results
+
+    def delete_row(self, pk: object, condition: object = None) -> WriteResult:
+        """Delete a row and all its versions. Deleting a missing row is not an error."""
+        self._check_open()
+        values, key = self._key(pk)
+        cond = as_condition(condition)
+        with self._lock(key):
+            if cond is not None and cond.needs_row:
+                self._check_condition(values, self._engine.get(key), cond, now_ms())
+            self._engine.delete(key)
+        return WriteResult(values)
+
+    def _check_condition(
+        self, pk: tuple, blob: bytes | None, cond, now: int, row: list | None = None
+    ) -> None:
+        """Raise ConditionCheckFail unless the row as stored satisfies ``cond``."""
+        if blob is not None and row is None:
+            row = rowcodec.unpack(blob)
+        versions = visible_versions(row, self._cutoff(now)) if row is not None else {}
+        exists = row is not None and (bool(versions) or not row[2])
+        if cond.row_existence is RowExistence.EXPECT_EXIST and not exists:
+            raise ConditionCheckFail(f"Condition check failed: row {describe(pk)} does not exist")
+        if cond.row_existence is RowExistence.EXPECT_NOT_EXIST and exists:
+            raise ConditionCheckFail(f"Condition check failed: row {describe(pk)} already exists")
+        if cond.column_condition is not None:
+            latest = {n: vs[0][1] for n, vs in versions.items()}
+            if not cond.column_condition.matches(latest, versions):
+                raise ConditionCheckFail(
+                    f"Condition check failed: row {describe(pk)} does not match "
+                    f"{describe(cond.column_condition, 120)}"
+                )
+
+
+def _check_direction(direction: str) -> bool:
+    d = getattr(direction, "value", direction)
+    if d in ("forward", "FORWARD"):
+        return False
+    if d in ("backward", "BACKWARD"):
+        return True
+    raise ParameterInvalid(f"direction must be 'forward' or 'backward', got {describe(direction)}")
+
+
+def direction_name(reverse: bool) -> str:
+    return "backward" if reverse else "forward"
+
+
+def _pairs(value: object, what: str) -> list[tuple[str, object]]:
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        return list(value.items())
+    if isinstance(value, (list, tuple)) and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in value
+    ):
+        return [tuple(p) for p in value]  # type: ignore[misc]
+    raise ParameterInvalid(f"{what} must be a dict or a list of (column, value) pairs, got {describe(value)}")
+
+
+def _names(value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise ParameterInvalid(f"delete_column must be a list of column names, got {describe(value)}")
+    return [check_column_name(n) for n in value]
+
+
+def _increments(value: object) -> list[tuple[str, int]]:
+    out = []
+    for name, delta in _pairs(value, "increment"):
+        check_column_name(name)
+        if type(delta) is not int or not INT64_MIN <= delta <= INT64_MAX:
+            raise ParameterInvalid(f"increment of {name!r} must be an int64, got {describe(delta)}")
+        out.append((name, delta))
+    return out
+
+
+__all__ = ["Table", "check_timestamp"]
