@@ -79,6 +79,8 @@ class Database:
             self._purger.join(timeout=10)
         with self._ddl_lock:
             self._closed = True
+            for table in self._tables.values():
+                table._unusable = True
             self._engine.close()
 
     def __enter__(self) -> Database:
@@ -168,7 +170,7 @@ class Database:
             batch.delete(layout.catalog_key(name))
             batch.delete_range(start, end)
             self._engine.write(batch)
-            table.dropped = True
+            table.dropped = table._unusable = True
             del self._tables[name]
 
     # -- batches ----------------------------------------------------------------

@@ -107,6 +107,8 @@ def encode_element(value: PKValue, type_: str, name: str = "") -> bytes:
     else:
         raise InvalidPK(f"unknown primary key type {describe(type_)}")
     label = f"primary key column {name!r}" if name else "primary key value"
+    if isinstance(value, _Infinity):
+        raise InvalidPK(f"{label}: {value!r} is only allowed in range bounds")
     raise InvalidPK(
         f"{label} must be {type_}, got {type(value).__name__} {describe(value)}"
     )

@@ -57,12 +57,16 @@ class RocksEngine:
     def scan(
         self, start: bytes, end: bytes, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:
-        # rocksdict ignores iterate_lower_bound, so the lower end is checked here.
         opts = ReadOptions()
         opts.set_iterate_upper_bound(end)
         if not reverse:
-            yield from self._db.items(from_key=start, read_opt=opts)
-            return
+            return self._db.items(from_key=start, read_opt=opts)
+        return self._scan_reverse(start, end, opts)
+
+    def _scan_reverse(
+        self, start: bytes, end: bytes, opts: ReadOptions
+    ) -> Iterator[tuple[bytes, bytes]]:
+        # rocksdict ignores iterate_lower_bound, so the lower end is checked here.
         for key, value in self._db.items(backwards=True, from_key=end, read_opt=opts):
             if key < start:
                 return

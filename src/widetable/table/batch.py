@@ -9,7 +9,7 @@ malformed item) reject the batch before anything is written.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
@@ -17,7 +17,7 @@ from ..errors import ParameterInvalid, WidetableError, describe
 from .filters import as_condition
 from .reader import make_reader
 from .row import BatchGetResult, BatchWriteResult, WriteResult
-from .values import MAX_REQUEST_BYTES, normalize_cells, now_ms, value_size
+from .values import MAX_REQUEST_BYTES, now_ms, value_size
 
 if TYPE_CHECKING:
     from ..db import Database
@@ -82,38 +82,41 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
     requests = _check_count(requests, MAX_BATCH_WRITE, "batch_write_row")
     results: list[BatchWriteResult] = []
     fast: list[tuple[int, bytes, bytes]] = []
-    slow: list[tuple[int, object, tuple, object, object]] = []
+    slow: list[tuple[int, Any, tuple, object, object]] = []
     seen: set[bytes] = set()
+    tables: dict[object, object] = {}
     total = 0
-    now = now_ms()
     for item in requests:
         name, op, pk, payload, condition = _parse_write(item)
-        result = BatchWriteResult(str(name), op, pk if isinstance(pk, tuple) else (pk,))
+        result = BatchWriteResult(name, op, pk if type(pk) is tuple else (pk,))
         results.append(result)
         try:
-            table = db.table(name)
+            table = tables.get(name)
+            if table is None:
+                table = tables[name] = db.table(name)
             values, key = table._key(pk)
             result.primary_key = values
-            cond = as_condition(condition)
             if key in seen:
-                raise ParameterInvalid(f"batch_write_row names row {describe(values)} of table {name!r} twice")
+                raise ParameterInvalid(
+                    f"batch_write_row names row {describe(values)} of table {name!r} twice"
+                )
             seen.add(key)
+            cond = as_condition(condition)
             if op == "put" and cond is None:
-                cells = normalize_cells(payload, now, table._options.max_time_deviation)
-                blob = table._encode_new_row(values, cells, now)
+                blob = table.encode_put(values, payload)
                 total += len(key) + len(blob)
                 fast.append((len(results) - 1, key, blob))
             else:
                 total += len(key) + _payload_size(payload)
                 slow.append((len(results) - 1, table, values, payload, cond))
-        except ParameterInvalid as exc:
-            if "twice" in exc.message:
+        except WidetableError as exc:
+            if key_named_twice(exc):
                 raise
             result.error = exc
-        except WidetableError as exc:
-            result.error = exc
         if total > MAX_REQUEST_BYTES:
-            raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
+            raise ParameterInvalid(
+                f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it"
+            )
     _write_fast(db, results, fast)
     for index, table, values, payload, cond in slow:
         result = results[index]
@@ -122,6 +125,10 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
         except WidetableError as exc:
             result.error = exc
     return results
+
+
+def key_named_twice(exc: WidetableError) -> bool:
+    return isinstance(exc, ParameterInvalid) and exc.message.startswith("batch_write_row names row")
 
 
 def _parse_write(item: object) -> tuple:

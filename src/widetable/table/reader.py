@@ -128,6 +128,8 @@ def make_reader(
                 {n: vs[0][0] for n, vs in kept.items()},
                 kept if mv > 1 else None,
             )
-        return Row(row[1], {n: latest[n] for n in names}, {n: stamps[n] for n in names})
+        if type(stamps) is not int:
+            stamps = {n: stamps[n] for n in names}
+        return Row(row[1], {n: latest[n] for n in names}, stamps)
 
     return read

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+_NO_INCREMENTS: Mapping[str, int] = MappingProxyType({})
 
 
 class Row:
@@ -13,19 +17,27 @@ class Row:
     newest first, as ``(value, timestamp)`` pairs.
     """
 
-    __slots__ = ("primary_key", "columns", "timestamps", "_versions")
+    __slots__ = ("primary_key", "columns", "_stamps", "_versions")
 
     def __init__(
         self,
         primary_key: tuple,
         columns: dict,
-        timestamps: dict,
+        timestamps: dict | int,
         versions: dict | None = None,
     ) -> None:
         self.primary_key = primary_key
         self.columns = columns
-        self.timestamps = timestamps
+        self._stamps = timestamps  # one int when every column shares it
         self._versions = versions
+
+    @property
+    def timestamps(self) -> dict[str, int]:
+        """``{column: timestamp}`` of each returned newest value."""
+        stamps = self._stamps
+        if type(stamps) is int:
+            return dict.fromkeys(self.columns, stamps)
+        return stamps  # type: ignore[return-value]
 
     def __getitem__(self, name: str) -> object:
         return self.columns[name]
@@ -40,7 +52,8 @@ class Row:
         if self._versions is not None:
             return [(v, t) for t, v in self._versions.get(name, ())]
         if name in self.columns:
-            return [(self.columns[name], self.timestamps[name])]
+            stamps = self._stamps
+            return [(self.columns[name], stamps if type(stamps) is int else stamps[name])]
         return []
 
     @property
@@ -78,12 +91,22 @@ class RangeResult:
         return len(self.rows)
 
 
-@dataclass(slots=True)
 class WriteResult:
     """What a single-row write returns: the row's key and any incremented values."""
 
-    primary_key: tuple
-    increments: dict[str, int] = field(default_factory=dict)
+    __slots__ = ("primary_key", "increments")
+
+    def __init__(self, primary_key: tuple, increments: Mapping[str, int] = _NO_INCREMENTS) -> None:
+        self.primary_key = primary_key
+        self.increments = increments
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WriteResult):
+            return NotImplemented
+        return self.primary_key == other.primary_key and dict(self.increments) == dict(other.increments)
+
+    def __repr__(self) -> str:
+        return f"WriteResult({self.primary_key!r}, increments={dict(self.increments)!r})"
 
 
 @dataclass(slots=True)

@@ -90,6 +90,41 @@ def check_timestamp(ts: object, now: int, max_deviation_s: int, name: str) -> in
     return ts
 
 
+def plain_cells(columns: dict) -> dict | None:
+    """A checked copy of ``{name: value}`` if no value carries a timestamp, else None.
+
+    The common put has plain values only; this checks it in one pass.
+    """
+    names = _valid_names
+    converted = None
+    for name, value in columns.items():
+        t = type(value)
+        if t is bytes:
+            if len(value) > MAX_VALUE_BYTES:
+                check_value(name, value)
+        elif t is tuple:
+            return None
+        elif t is int:
+            if not INT64_MIN <= value <= INT64_MAX:
+                check_value(name, value)
+        elif t is str:
+            if len(value) > MAX_VALUE_BYTES // 4:
+                check_value(name, value)
+        elif t is not float and t is not bool:
+            if converted is None:
+                converted = {}
+            converted[name] = check_value(name, value)
+        if name not in names:
+            check_column_name(name)
+    if converted:
+        columns = {**columns, **converted}
+    if len(columns) > MAX_COLUMNS_PER_WRITE:
+        raise OutOfColumnCountLimit(
+            f"{len(columns)} columns in one write; the limit is {MAX_COLUMNS_PER_WRITE}"
+        )
+    return dict(columns)
+
+
 def normalize_cells(
     columns: object, now: int, max_deviation_s: int, what: str = "columns"
 ) -> list[tuple[str, object, int]]:
