@@ -69,7 +69,10 @@ _TERMINATOR = b"\x00"
 
 
 def encode_string(value: str) -> bytes:
-    raw = value.encode("utf-8")
+    try:
+        raw = value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidPK(f"primary key value {describe(value)} is not valid Unicode text") from None
     if len(raw) > MAX_KEY_VALUE_BYTES:
         raise InvalidPK(
             f"primary key value {describe(value)} is {len(raw)} bytes; the limit is "
@@ -155,7 +158,10 @@ def decode_tuple(data: bytes, pos: int = 0) -> tuple[PKValue, ...]:
         pos += 1
         if code == CODE_STRING:
             raw, pos = _read_escaped(data, pos)
-            out.append(raw.decode("utf-8"))
+            try:
+                out.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise InvalidPK(f"invalid UTF-8 in key bytes {describe(data)}") from None
         elif code == CODE_BINARY:
             raw, pos = _read_escaped(data, pos)
             out.append(raw)

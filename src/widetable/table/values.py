@@ -42,8 +42,19 @@ def check_value(name: str, value: object) -> object:
     """Return ``value`` (bytes-like made ``bytes``) if it is a valid attribute value."""
     t = type(value)
     if t is str:
-        if len(value) > MAX_VALUE_BYTES // 4 and len(value.encode()) > MAX_VALUE_BYTES:  # type: ignore[union-attr]
-            raise ParameterInvalid(f"column {name!r}: value is over the 2 MB limit")
+        if value.isascii():  # type: ignore[union-attr]
+            size = len(value)  # type: ignore[arg-type]
+        else:
+            try:
+                size = len(value.encode())  # type: ignore[union-attr]
+            except UnicodeEncodeError:
+                raise ParameterInvalid(
+                    f"column {name!r}: value {describe(value)} is not valid Unicode text"
+                ) from None
+        if size > MAX_VALUE_BYTES:
+            raise ParameterInvalid(
+                f"column {name!r}: value of {size} bytes is over the 2 MB limit"
+            )
         return value
     if t is bytes:
         if len(value) > MAX_VALUE_BYTES:  # type: ignore[arg-type]
@@ -108,7 +119,7 @@ def plain_cells(columns: dict) -> dict | None:
             if not INT64_MIN <= value <= INT64_MAX:
                 check_value(name, value)
         elif t is str:
-            if len(value) > MAX_VALUE_BYTES // 4:
+            if len(value) > MAX_VALUE_BYTES // 4 or not value.isascii():
                 check_value(name, value)
         elif t is not float and t is not bool:
             if converted is None:

@@ -1,0 +1,126 @@
+"""Formatting for the terminal: rich tables of rows and schemas, JSON lines, errors.
+
+Every cell goes through :class:`rich.text.Text`, so a value such as
+``"[bold]"`` prints as itself rather than as console markup.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+
+from rich.console import Console
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from ..db import TableDescription
+from ..table.row import Row
+from ..table.values import ATTRIBUTE_TYPES
+from .literals import columns_to_json, format_literal, pk_to_json, to_json
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+_STYLES = {"STRING": "green", "INTEGER": "cyan", "DOUBLE": "cyan", "BOOLEAN": "magenta", "BINARY": "yellow"}
+
+
+def type_name(value: object) -> str:
+    return ATTRIBUTE_TYPES.get(type(value), type(value).__name__)
+
+
+def value_text(value: object) -> Text:
+    """A value for a table cell: strings as they are, everything else as its literal."""
+    text = value if type(value) is str else format_literal(value)
+    return Text(text, style=_STYLES.get(type_name(value), ""))
+
+
+def format_ts(ts: int) -> str:
+    """A timestamp in milliseconds as ``1718000000123 (2024-06-10 06:13:20.123Z)``."""
+    try:
+        when = datetime.fromtimestamp(ts / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return str(ts)
+    return f"{ts} ({when.strftime('%Y-%m-%d %H:%M:%S')}.{ts % 1000:03d}Z)"
+
+
+def print_error(code: str | None, message: str) -> None:
+    """``Error [CODE]: message`` in red on stderr."""
+    head = f"Error [{code}]: " if code else "Error: "
+    err_console.print(Text(head + message, style="bold red"))
+
+
+def note(message: str) -> None:
+    """A status line on stderr, so stdout stays data."""
+    err_console.print(Text(message, style="dim"))
+
+
+def rows_table(rows: Sequence[Row], pk_names: Sequence[str], title: str | None = None) -> RichTable:
+    """One line per row: key columns first, then every attribute column in name order."""
+    attrs = sorted({name for row in rows for name in row.columns})
+    table = RichTable(title=title, title_justify="left", show_lines=False)
+    for name in pk_names:
+        table.add_column(Text(name), style="bold")
+    for name in attrs:
+        table.add_column(Text(name))
+    for row in rows:
+        cells = [value_text(v) for v in row.primary_key]
+        cells += [value_text(row.columns[n]) if n in row.columns else Text("") for n in attrs]
+        table.add_row(*cells)
+    return table
+
+
+def row_detail_table(row: Row, pk_names: Sequence[str]) -> RichTable:
+    """One line per returned cell version: column, value, type, timestamp."""
+    table = RichTable(title=Text("primary key " + format_literal_list(row.primary_key, pk_names)),
+                      title_justify="left")
+    for heading in ("column", "value", "type", "timestamp"):
+        table.add_column(heading)
+    for name, value, ts in row.cells:
+        table.add_row(Text(name), value_text(value), type_name(value), format_ts(ts))
+    return table
+
+
+def format_literal_list(values: Iterable[object], names: Sequence[str]) -> str:
+    return ", ".join(f"{n}={format_literal(v)}" for n, v in zip(names, values))
+
+
+def schema_table(desc: TableDescription) -> RichTable:
+    table = RichTable(title=Text(f"table {desc.name}"), title_justify="left")
+    table.add_column("primary key column")
+    table.add_column("type")
+    table.add_column("role")
+    for i, (name, type_) in enumerate(desc.primary_key):
+        table.add_row(Text(name), type_, "partition key" if i == 0 else "")
+    return table
+
+
+def options_table(desc: TableDescription) -> RichTable:
+    opts = desc.options
+    table = RichTable(show_header=False, title="options", title_justify="left")
+    table.add_column("option", style="bold")
+    table.add_column("value")
+    table.add_row("max_versions", str(opts.max_versions))
+    table.add_row("ttl", "forever (-1)" if opts.ttl < 0 else f"{opts.ttl} s")
+    table.add_row("max_time_deviation", f"{opts.max_time_deviation} s")
+    table.add_row("table_id", str(desc.table_id))
+    created = datetime.fromtimestamp(desc.created_at, tz=timezone.utc)
+    table.add_row("created_at", created.strftime("%Y-%m-%d %H:%M:%SZ"))
+    return table
+
+
+def row_json(row: Row, with_versions: bool = False) -> str:
+    """A row as one JSON line: ``{"pk": [...], "columns": {...}}`` (the JSONL export format)."""
+    obj: dict = {"pk": pk_to_json(row.primary_key), "columns": columns_to_json(row.columns)}
+    if with_versions:
+        obj["versions"] = {
+            name: [[to_json(v), ts] for v, ts in row.versions(name)]
+            for name in sorted(row.columns)
+        }
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def write_line(line: str) -> None:
+    """Raw output to stdout: no wrapping or markup, for machine-readable formats."""
+    sys.stdout.write(line + "\n")
