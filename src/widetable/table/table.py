@@ -188,13 +188,15 @@ class Table:
         items = self._engine.scan(lo, hi, reverse)
         if reader is plain_row:
             # Every stored row is returned: one budget counts rows read and rows kept.
-            nbytes = 0
+            nbytes = count = 0
+            unpackb = _unpackb
             for key, blob in items:
-                if len(rows) >= max_rows or nbytes >= MAX_RANGE_BYTES:
+                if count >= max_rows or nbytes >= MAX_RANGE_BYTES:
                     next_pk = codec.decode_tuple(key, _KEY_OFFSET)
                     break
+                count += 1
                 nbytes += len(blob)
-                r = unpack(blob)
+                r = unpackb(blob, use_list=False)
                 append(Row(r[1], r[2], r[3]))
             return RangeResult(rows, next_pk)
         scanned = nbytes = 0
