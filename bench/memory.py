@@ -7,12 +7,20 @@
   shares shared memory out fairly instead of counting it once per process) from
   ``/proc/<pid>/smaps_rollup`` over a process and its children.
 
+Systems run one after another in one process, and memory one system freed may be
+reused by the next without raising the RSS. :func:`release_free_memory` (glibc's
+``malloc_trim``) hands freed heap back to the OS between systems, so each system's
+growth is measured from a baseline close to what the harness itself holds.
+
 Every function returns ``None`` where the figure cannot be read (not Linux, no
 permission), and the report shows ``n/a``.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import os
 from pathlib import Path
 
@@ -47,6 +55,18 @@ def reset_peak() -> bool:
         return True
     except OSError:
         return False
+
+
+def release_free_memory() -> None:
+    """Collect garbage and return free heap pages to the OS (glibc only; else a no-op)."""
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        ctypes.CDLL(name).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to trim with
 
 
 def _children(pid: int) -> list[int]:

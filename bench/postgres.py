@@ -32,7 +32,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 from .memory import tree_pss_mb
 from .systems.base import SystemUnavailable
@@ -52,7 +54,7 @@ def find_bin_dir() -> Path | None:
     return max(found)[1] if found else None
 
 
-def install_from_debian(say: object = print) -> None:
+def install_from_debian(say: Callable[[str], None] = print) -> None:
     """``apt-get update`` then ``apt-get install -y postgresql``; raises SystemUnavailable."""
     if os.geteuid() != 0:
         raise SystemUnavailable("PostgreSQL is not installed, and installing it needs root")
@@ -60,10 +62,10 @@ def install_from_debian(say: object = print) -> None:
         raise SystemUnavailable("PostgreSQL is not installed and there is no apt-get")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "postgresql"]):
-        say(f"PostgreSQL: running {shlex.join(cmd)} ...")  # type: ignore[operator]
+        say(f"PostgreSQL: running {shlex.join(cmd)} ...")
         try:
             done = subprocess.run(
-                cmd, env=env, capture_output=True, text=True, timeout=APT_TIMEOUT_S
+                cmd, check=False, env=env, capture_output=True, text=True, timeout=APT_TIMEOUT_S
             )
         except subprocess.TimeoutExpired as exc:
             raise SystemUnavailable(f"{shlex.join(cmd)} timed out") from exc
@@ -82,7 +84,7 @@ def free_loopback_port() -> int:
 class PostgresInstance:
     """One private PostgreSQL server. Use as a context manager, or start()/stop()."""
 
-    def __init__(self, say: object = print) -> None:
+    def __init__(self, say: Callable[[str], None] = print) -> None:
         self._say = say
         self.dir: Path | None = None
         self.port = 0
@@ -90,7 +92,7 @@ class PostgresInstance:
         self._as_root = os.geteuid() == 0
         self._started = False
 
-    def __enter__(self) -> PostgresInstance:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -108,13 +110,26 @@ class PostgresInstance:
 
     def _run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            self._cmd(*args), capture_output=True, text=True, timeout=timeout, cwd="/"
+            self._cmd(*args), check=False, capture_output=True, text=True, timeout=timeout, cwd="/"
         )
 
     # -- lifecycle ------------------------------------------------------------
 
     def start(self) -> None:
-        """Install if needed, initdb and start; raises SystemUnavailable saying why not."""
+        """Install if needed, initdb and start; raises SystemUnavailable saying why not.
+
+        On any failure, including Ctrl-C, whatever was started is stopped and removed.
+        """
+        try:
+            self._start()
+        except subprocess.TimeoutExpired as exc:
+            self.stop()
+            raise SystemUnavailable(f"{shlex.join(map(str, exc.cmd))} timed out") from exc
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
         self._bin = find_bin_dir()
         if self._bin is None:
             install_from_debian(self._say)
@@ -126,18 +141,28 @@ class PostgresInstance:
             try:
                 owner = pwd.getpwnam(OS_USER)
             except KeyError as exc:
-                raise SystemUnavailable(f"running as root and there is no {OS_USER!r} user") from exc
+                raise SystemUnavailable(
+                    f"running as root and there is no {OS_USER!r} user"
+                ) from exc
         # /tmp rather than $TMPDIR: the postgres user must be able to reach the folder.
         self.dir = Path(tempfile.mkdtemp(prefix="widetable-bench-pg-", dir="/tmp"))
         if owner is not None:
             os.chown(self.dir, owner.pw_uid, owner.pw_gid)
         data = self.dir / "data"
         done = self._run(
-            str(self._bin / "initdb"), "-D", str(data), "-U", USER, "-A", "trust",
-            "-E", "UTF8", "--locale=C", "--no-sync",
-        )  # fmt: skip
+            str(self._bin / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            USER,
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
         if done.returncode != 0:
-            self.stop()
             raise SystemUnavailable(f"initdb failed: {done.stderr.strip()[-300:]}")
         self.port = free_loopback_port()
         conf = [
@@ -152,14 +177,14 @@ class PostgresInstance:
         with open(data / "postgresql.conf", "a") as f:
             f.write("\n# widetable bench\n" + "\n".join(conf) + "\n")
         log = self.dir / "server.log"
+        self._started = True  # from here on stop() must try pg_ctl stop, even after a timeout
         done = self._run(
             str(self._bin / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60", "start"
         )
-        self._started = True
         if done.returncode != 0:
-            detail = log.read_text()[-300:] if log.exists() else done.stderr[-300:]
-            self.stop()
-            raise SystemUnavailable(f"pg_ctl start failed: {detail.strip()}")
+            text = log.read_text() if log.exists() else done.stderr
+            detail = " / ".join(text.strip().splitlines()[-2:])
+            raise SystemUnavailable(f"pg_ctl start failed: {detail}")
 
     def postmaster_pid(self) -> int | None:
         try:
@@ -176,9 +201,17 @@ class PostgresInstance:
             pid = self.postmaster_pid()
             try:
                 done = self._run(
-                    str(self._bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast",
-                    "-w", "-t", "30", "stop", timeout=60,
-                )  # fmt: skip
+                    str(self._bin / "pg_ctl"),
+                    "-D",
+                    str(self.dir / "data"),
+                    "-m",
+                    "fast",
+                    "-w",
+                    "-t",
+                    "30",
+                    "stop",
+                    timeout=60,
+                )
                 failed = done.returncode != 0
             except subprocess.TimeoutExpired:
                 failed = True
@@ -195,9 +228,13 @@ class PostgresInstance:
         import psycopg
 
         return psycopg.connect(
-            host=str(self.dir), port=self.port, user=USER, dbname="postgres",
-            autocommit=True, prepare_threshold=0,
-        )  # fmt: skip
+            host=str(self.dir),
+            port=self.port,
+            user=USER,
+            dbname="postgres",
+            autocommit=True,
+            prepare_threshold=0,
+        )
 
     def memory_mb(self) -> float | None:
         """PSS of the postmaster and its children (backends, writers), MiB."""

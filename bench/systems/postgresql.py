@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from ..postgres import PostgresInstance
 from .base import Row, System, SystemUnavailable, TableSpec
 
@@ -28,15 +30,11 @@ class PostgresSystem(System):
         self._update_sql: dict[tuple[str, ...], str] = {}
 
     def start(self, root: Path) -> None:
-        try:
-            import psycopg  # noqa: F401
-        except ImportError as exc:
-            raise SystemUnavailable(f"psycopg 3 is not installed: {exc}") from exc
         self._pg = PostgresInstance()
         self._pg.start()
         try:
             self._conn = self._pg.connect()
-        except Exception as exc:
+        except psycopg.Error as exc:
             self.stop()
             raise SystemUnavailable(f"cannot connect to the PostgreSQL server: {exc}") from exc
         self._cur = self._conn.cursor(binary=True)
@@ -45,8 +43,8 @@ class PostgresSystem(System):
         if self._conn is not None:
             try:
                 self._conn.close()
-            except Exception:
-                pass  # the server may already be gone; stopping it is what matters
+            except psycopg.Error:
+                pass  # the server may be gone already; stopping it is what matters
             self._conn = None
         if self._pg is not None:
             self._pg.stop()

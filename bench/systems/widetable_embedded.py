@@ -17,6 +17,7 @@ class WidetableSystem(System):
     name = "widetable"
 
     def __init__(self) -> None:
+        self._wt: Any = None
         self._db: Any = None
         self._table: Any = None
         self._name = ""

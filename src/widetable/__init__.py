@@ -24,8 +24,9 @@ from .table.filters import (
     parse_filter,
 )
 from .table.row import BatchGetResult, BatchWriteResult, RangeResult, Row, WriteResult
-from .table.schema import TableOptions
+from .table.schema import AUTO_INCREMENT, TableOptions
 from .table.table import Table
+from .table.transaction import LocalTransaction
 
 IGNORE = RowExistence.IGNORE
 EXPECT_EXIST = RowExistence.EXPECT_EXIST
@@ -34,6 +35,7 @@ EXPECT_NOT_EXIST = RowExistence.EXPECT_NOT_EXIST
 __version__ = "0.1.0"
 
 __all__ = [
+    "AUTO_INCREMENT",
     "BINARY",
     "EXPECT_EXIST",
     "EXPECT_NOT_EXIST",
@@ -49,6 +51,7 @@ __all__ = [
     "Condition",
     "Database",
     "Filter",
+    "LocalTransaction",
     "RangeResult",
     "Row",
     "RowExistence",

@@ -18,6 +18,7 @@ OUT_OF_ROW_SIZE_LIMIT = "OTSOutOfRowSizeLimit"
 SERVER_BUSY = "OTSServerBusy"
 PARTITION_UNAVAILABLE = "OTSPartitionUnavailable"
 ROW_OPERATION_CONFLICT = "OTSRowOperationConflict"
+SESSION_NOT_EXIST = "OTSSessionNotExist"
 INTERNAL_SERVER_ERROR = "OTSInternalServerError"
 NOT_SUPPORTED = "OTSNotSupported"
 
@@ -75,8 +76,20 @@ class ServerBusy(WidetableError):
     code = SERVER_BUSY
 
 
+class PartitionUnavailable(WidetableError):
+    """The partition is being split or merged; retry shortly."""
+
+    code = PARTITION_UNAVAILABLE
+
+
 class RowOperationConflict(WidetableError):
     code = ROW_OPERATION_CONFLICT
+
+
+class SessionNotExist(WidetableError):
+    """A local transaction that is unknown, or already committed, aborted or timed out."""
+
+    code = SESSION_NOT_EXIST
 
 
 class NotSupported(WidetableError):

@@ -24,7 +24,7 @@ import json
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..db import Database
 from ..errors import WidetableError
@@ -86,6 +86,17 @@ def guess_format(path: str, given: str | None) -> str:
 # -- reading ------------------------------------------------------------------
 
 
+def decode_lines(raw: Iterable[bytes]) -> Iterator[str]:
+    """Lines of a UTF-8 file, without a leading byte-order mark.
+
+    Bytes that are not UTF-8 become lone surrogates rather than stopping the
+    import; the library then rejects just the rows that hold them.
+    """
+    for number, line in enumerate(raw):
+        text = line.decode("utf-8", "surrogateescape")
+        yield text.removeprefix("\ufeff") if number == 0 else text
+
+
 def read_jsonl(lines: Iterable[str]) -> Iterator[Record]:
     """Records from JSON lines ``{"pk": [...], "columns": {...}}``."""
     for number, line in enumerate(lines, 1):
@@ -94,10 +105,10 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[Record]:
         try:
             obj = json.loads(line)
             if not isinstance(obj, dict) or "pk" not in obj or set(obj) - {"pk", "columns"}:
-                raise LiteralError('expected an object {"pk": [...], "columns": {...}}')
+                raise LiteralError("", 'expected an object {"pk": [...], "columns": {...}}')
             raw_columns = obj.get("columns") or {}
             if not isinstance(raw_columns, dict):
-                raise LiteralError('"columns" must be an object')
+                raise LiteralError("", '"columns" must be an object')
             yield Record(
                 number,
                 pk_from_json(obj["pk"]),
@@ -110,11 +121,14 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[Record]:
 
 
 def read_csv(lines: Iterable[str], primary_key: list[tuple[str, str]]) -> Iterator[Record]:
-    """Records from CSV with a header row; raises CliError if the header is unusable."""
+    """Records from CSV with a header row.
+
+    The header is read at once, so an unusable one raises CliError before any row is read.
+    """
     reader = csv.reader(lines)
     header = next(reader, None)
     if header is None:
-        return
+        return iter(())
     names = [h.strip() for h in header]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -123,6 +137,10 @@ def read_csv(lines: Iterable[str], primary_key: list[tuple[str, str]]) -> Iterat
     missing = [n for n in pk_types if n not in names]
     if missing:
         raise CliError(f"CSV header lacks primary key column(s) {missing}; it has {names}")
+    return _csv_records(reader, names, pk_types)
+
+
+def _csv_records(reader: Any, names: list[str], pk_types: dict[str, str]) -> Iterator[Record]:
     positions = [names.index(n) for n in pk_types]
     for cells in reader:
         line = reader.line_num
@@ -132,9 +150,7 @@ def read_csv(lines: Iterable[str], primary_key: list[tuple[str, str]]) -> Iterat
             yield Record(line, error=f"has {len(cells)} cells; the header has {len(names)}")
             continue
         try:
-            pk = tuple(
-                _key_cell(cells[i], pk_types[names[i]], names[i]) for i in positions
-            )
+            pk = tuple(_key_cell(cells[i], pk_types[names[i]], names[i]) for i in positions)
             columns = {
                 name: parse_literal(cell, f"column {name!r}")
                 for name, cell in zip(names, cells)
@@ -148,7 +164,7 @@ def read_csv(lines: Iterable[str], primary_key: list[tuple[str, str]]) -> Iterat
 
 def _key_cell(cell: str, type_: str, name: str) -> object:
     if cell == "":
-        raise LiteralError(f"primary key column {name!r} is empty")
+        raise LiteralError("", f"primary key column {name!r} is empty")
     value = parse_literal(cell, f"primary key column {name!r}")
     if type_ == "STRING" and type(value) is not str:
         return cell
@@ -219,7 +235,9 @@ def _write_batch(db: Database, items: list, lines: list[int], report: ImportRepo
             report.written += 1
         else:
             err = result.error
-            report.fail(line, getattr(err, "code", type(err).__name__), getattr(err, "message", str(err)))
+            report.fail(
+                line, getattr(err, "code", type(err).__name__), getattr(err, "message", str(err))
+            )
 
 
 def export_jsonl(rows: Iterable[Row], out: TextIO, on_rows: Callable[[int], None]) -> int:
@@ -255,7 +273,7 @@ def export_csv(
             if clash:
                 raise CliError(
                     f"row {list(row.primary_key)!r} has an attribute column named like the "
-                    f"primary key column {sorted(clash)[0]!r}; CSV cannot hold it, use JSONL"
+                    f"primary key column {min(clash)!r}; CSV cannot hold it, use JSONL"
                 )
             attrs.update(row.columns)
             spool.write(_row_line(row))

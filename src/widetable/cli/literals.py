@@ -36,7 +36,12 @@ class CliError(Exception):
 
 
 class LiteralError(CliError, ValueError):
-    """A value given as text could not be read; the message says which and why."""
+    """A value given as text could not be read: ``what`` names it, ``detail`` says why."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        super().__init__(f"{what}: {detail}" if what else detail)
+        self.what = what
+        self.detail = detail
 
 
 def to_json(value: object) -> object:
@@ -58,14 +63,13 @@ def from_json(obj: object, what: str = "value") -> object:
             try:
                 return base64.b64decode(obj[BINARY_TAG], validate=True)
             except (binascii.Error, ValueError):
-                raise LiteralError(f"{what}: {obj[BINARY_TAG]!r} is not valid base64") from None
+                raise LiteralError(what, f"{obj[BINARY_TAG]!r} is not valid base64") from None
         raise LiteralError(
-            f"{what}: a JSON object is not a value; write bytes as "
-            f'{{"{BINARY_TAG}": "<base64>"}}'
+            what, f'a JSON object is not a value; write bytes as {{"{BINARY_TAG}": "<base64>"}}'
         )
     if obj is None:
-        raise LiteralError(f"{what}: null is not a value; leave the column out instead")
-    raise LiteralError(f"{what}: {json.dumps(obj)[:60]} is not a single value")
+        raise LiteralError(what, "null is not a value; leave the column out instead")
+    raise LiteralError(what, f"{json.dumps(obj)[:60]} is not a single value")
 
 
 def parse_json(text: str, what: str) -> object:
@@ -73,7 +77,7 @@ def parse_json(text: str, what: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise LiteralError(f"{what}: {text!r} is not valid JSON ({exc.msg})") from None
+        raise LiteralError(what, f"{text!r} is not valid JSON ({exc.msg})") from None
 
 
 def parse_literal(text: str, what: str = "value") -> object:
@@ -82,7 +86,7 @@ def parse_literal(text: str, what: str = "value") -> object:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         if text.lstrip()[:1] in ('"', "[", "{"):
-            raise LiteralError(f"{what}: {text!r} is not valid JSON ({exc.msg})") from None
+            raise LiteralError(what, f"{text!r} is not valid JSON ({exc.msg})") from None
         return text
     return from_json(obj, what)
 
@@ -103,16 +107,16 @@ def parse_assignment(text: str, what: str = "--col") -> tuple[str, object]:
     """``name=literal`` as ``(name, value)``."""
     name, sep, literal = text.partition("=")
     if not sep or not name:
-        raise LiteralError(f"{what}: expected NAME=VALUE, got {text!r}")
-    return name.strip(), parse_literal(literal, f"{what} {name.strip()}")
+        raise LiteralError(what, f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), parse_literal(literal, f"column {name.strip()!r}")
 
 
 def parse_columns_json(text: str, what: str = "--json") -> dict[str, object]:
     """A JSON object of ``{column: value}``."""
     obj = parse_json(text, what)
     if not isinstance(obj, dict):
-        raise LiteralError(f"{what}: expected a JSON object of columns, got {text[:60]!r}")
-    return {name: from_json(v, f"{what} column {name!r}") for name, v in obj.items()}
+        raise LiteralError(what, f"expected a JSON object of columns, got {text[:60]!r}")
+    return {name: from_json(v, f"column {name!r}") for name, v in obj.items()}
 
 
 def pk_from_json(obj: object, what: str = "primary key") -> object:
@@ -120,7 +124,7 @@ def pk_from_json(obj: object, what: str = "primary key") -> object:
     if isinstance(obj, list):
         return tuple(from_json(v, what) for v in obj)
     if isinstance(obj, dict) and set(obj) != {BINARY_TAG}:
-        return {name: from_json(v, f"{what} column {name!r}") for name, v in obj.items()}
+        return {name: from_json(v, f"column {name!r}") for name, v in obj.items()}
     return from_json(obj, what)
 
 
@@ -140,7 +144,7 @@ def parse_bound(text: str, what: str = "--start") -> object:
     obj = parse_json(text, what)
     items = obj if isinstance(obj, list) else [obj]
     if isinstance(obj, dict) and set(obj) != {BINARY_TAG}:
-        raise LiteralError(f"{what}: expected a JSON array of key values, got {text[:60]!r}")
+        raise LiteralError(what, f"expected a JSON array of key values, got {text[:60]!r}")
     out = []
     for v in items:
         if isinstance(v, str) and v in _INFINITIES:

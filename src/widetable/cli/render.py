@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
+from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -23,7 +24,13 @@ from .literals import columns_to_json, format_literal, pk_to_json, to_json
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
-_STYLES = {"STRING": "green", "INTEGER": "cyan", "DOUBLE": "cyan", "BOOLEAN": "magenta", "BINARY": "yellow"}
+_STYLES = {
+    "STRING": "green",
+    "INTEGER": "cyan",
+    "DOUBLE": "cyan",
+    "BOOLEAN": "magenta",
+    "BINARY": "yellow",
+}
 
 
 def type_name(value: object) -> str:
@@ -39,7 +46,7 @@ def value_text(value: object) -> Text:
 def format_ts(ts: int) -> str:
     """A timestamp in milliseconds as ``1718000000123 (2024-06-10 06:13:20.123Z)``."""
     try:
-        when = datetime.fromtimestamp(ts / 1000, tz=timezone.utc)
+        when = datetime.fromtimestamp(ts / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return str(ts)
     return f"{ts} ({when.strftime('%Y-%m-%d %H:%M:%S')}.{ts % 1000:03d}Z)"
@@ -48,18 +55,28 @@ def format_ts(ts: int) -> str:
 def print_error(code: str | None, message: str) -> None:
     """``Error [CODE]: message`` in red on stderr."""
     head = f"Error [{code}]: " if code else "Error: "
-    err_console.print(Text(head + message, style="bold red"))
+    err_console.print(Text(head + message, style="bold red"), soft_wrap=True)
+
+
+def out(message: str) -> None:
+    """A plain line on stdout, never wrapped, tab-expanded or read as markup."""
+    sys.stdout.write(message + "\n")
+
+
+def err(message: str) -> None:
+    """A plain line on stderr, never wrapped or read as markup."""
+    err_console.print(Text(message), soft_wrap=True)
 
 
 def note(message: str) -> None:
     """A status line on stderr, so stdout stays data."""
-    err_console.print(Text(message, style="dim"))
+    err_console.print(Text(message, style="dim"), soft_wrap=True)
 
 
 def rows_table(rows: Sequence[Row], pk_names: Sequence[str], title: str | None = None) -> RichTable:
     """One line per row: key columns first, then every attribute column in name order."""
     attrs = sorted({name for row in rows for name in row.columns})
-    table = RichTable(title=title, title_justify="left", show_lines=False)
+    table = RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for name in pk_names:
         table.add_column(Text(name), style="bold")
     for name in attrs:
@@ -73,8 +90,10 @@ def rows_table(rows: Sequence[Row], pk_names: Sequence[str], title: str | None =
 
 def row_detail_table(row: Row, pk_names: Sequence[str]) -> RichTable:
     """One line per returned cell version: column, value, type, timestamp."""
-    table = RichTable(title=Text("primary key " + format_literal_list(row.primary_key, pk_names)),
-                      title_justify="left")
+    table = RichTable(
+        title=Text("primary key " + format_literal_list(row.primary_key, pk_names)),
+        title_justify="left",
+    )
     for heading in ("column", "value", "type", "timestamp"):
         table.add_column(heading)
     for name, value, ts in row.cells:
@@ -105,7 +124,7 @@ def options_table(desc: TableDescription) -> RichTable:
     table.add_row("ttl", "forever (-1)" if opts.ttl < 0 else f"{opts.ttl} s")
     table.add_row("max_time_deviation", f"{opts.max_time_deviation} s")
     table.add_row("table_id", str(desc.table_id))
-    created = datetime.fromtimestamp(desc.created_at, tz=timezone.utc)
+    created = datetime.fromtimestamp(desc.created_at, tz=UTC)
     table.add_row("created_at", created.strftime("%Y-%m-%d %H:%M:%SZ"))
     return table
 
@@ -115,8 +134,7 @@ def row_json(row: Row, with_versions: bool = False) -> str:
     obj: dict = {"pk": pk_to_json(row.primary_key), "columns": columns_to_json(row.columns)}
     if with_versions:
         obj["versions"] = {
-            name: [[to_json(v), ts] for v, ts in row.versions(name)]
-            for name in sorted(row.columns)
+            name: [[to_json(v), ts] for v, ts in row.versions(name)] for name in sorted(row.columns)
         }
     return json.dumps(obj, ensure_ascii=False)
 

@@ -121,7 +121,9 @@ def encode_tuple(values: Sequence[PKValue], types: Sequence[str] | None = None) 
     """Encode a key tuple. Without ``types`` each value's Python type decides."""
     if types is None:
         types = [_infer(v) for v in values]
-    return b"".join(encode_element(v, t) for v, t in zip(values, types, strict=True))
+    if len(types) != len(values):
+        raise InvalidPK(f"key {describe(values)} has {len(values)} values for {len(types)} types")
+    return b"".join(encode_element(v, t) for v, t in zip(values, types))
 
 
 def _infer(value: object) -> str:

@@ -7,10 +7,15 @@ place that builds key bytes (with ``codec``); ``docs/format.md`` is the record.
 
     0x01 name                         catalog: table name -> table schema (JSON)
     0x02 name                         counters: name -> uint64 big-endian
+    0x03 table_id:u32 kind:u8         partitions: 0x00 map + split history, 0x01 samples
+    0x04 table_id:u32 bucket:u64      statistics: per-partition counters of one time bucket
+    0x05 table_id:u32 pk-element      auto-increment: last value given out -> int64 big-endian
     0x10 table_id:u32 pk-tuple        table rows: one key per row, value = row blob
 
-Prefixes 0x03-0x0F and 0x11-0x1F are reserved for later layers (partition
-metadata, change log, statistics, indexes).
+Prefixes 0x06-0x0F and 0x11-0x1F are reserved for later layers (change log,
+indexes). Partition boundaries are row keys cut after the first primary-key
+element (``partition_prefix``), so one partition-key value never spans two
+partitions.
 
 DO NOT CHANGE the prefix bytes: embedded in on-disk data.
 """
@@ -21,7 +26,13 @@ from . import codec
 
 CATALOG = b"\x01"  # DO NOT CHANGE: embedded in on-disk data
 COUNTERS = b"\x02"  # DO NOT CHANGE: embedded in on-disk data
+PARTITIONS = b"\x03"  # DO NOT CHANGE: embedded in on-disk data
+STATS = b"\x04"  # DO NOT CHANGE: embedded in on-disk data
+AUTO_INCREMENT = b"\x05"  # DO NOT CHANGE: embedded in on-disk data
 ROWS = b"\x10"  # DO NOT CHANGE: embedded in on-disk data
+
+PARTITION_MAP = 0  # DO NOT CHANGE: kind byte of the partition map record
+PARTITION_SAMPLES = 1  # DO NOT CHANGE: kind byte of the key-sample record
 
 MAX_TABLE_ID = 2**32 - 1
 
@@ -36,6 +47,58 @@ def catalog_range() -> tuple[bytes, bytes]:
 
 def counter_key(name: str) -> bytes:
     return COUNTERS + name.encode("utf-8")
+
+
+def partition_key(table_id: int, kind: int) -> bytes:
+    """The partition metadata record ``kind`` (PARTITION_MAP or PARTITION_SAMPLES) of a table."""
+    return PARTITIONS + table_id.to_bytes(4, "big") + bytes([kind])
+
+
+def partition_range(table_id: int) -> tuple[bytes, bytes]:
+    """Half-open range of every partition metadata record of ``table_id``."""
+    prefix = PARTITIONS + table_id.to_bytes(4, "big")
+    return prefix, codec.prefix_end(prefix)
+
+
+def stats_key(table_id: int, bucket: int) -> bytes:
+    """Statistics of ``table_id`` for the bucket starting at unix second ``bucket``."""
+    return STATS + table_id.to_bytes(4, "big") + bucket.to_bytes(8, "big")
+
+
+def stats_range(table_id: int, since: int = 0, until: int | None = None) -> tuple[bytes, bytes]:
+    """Half-open range of stats buckets of ``table_id`` starting in ``[since, until)`` seconds."""
+    prefix = STATS + table_id.to_bytes(4, "big")
+    end = codec.prefix_end(prefix) if until is None else prefix + max(until, 0).to_bytes(8, "big")
+    return prefix + max(since, 0).to_bytes(8, "big"), end
+
+
+def auto_increment_key(table_id: int, encoded_partition_value: bytes) -> bytes:
+    """The auto-increment counter of one partition-key value (an encoded key element)."""
+    return AUTO_INCREMENT + table_id.to_bytes(4, "big") + encoded_partition_value
+
+
+def auto_increment_range(table_id: int) -> tuple[bytes, bytes]:
+    """Half-open range of every auto-increment counter of ``table_id``."""
+    prefix = AUTO_INCREMENT + table_id.to_bytes(4, "big")
+    return prefix, codec.prefix_end(prefix)
+
+
+def partition_prefix(row_key: bytes) -> bytes:
+    """``row_key`` cut after its first primary-key element: the key's partition-key prefix.
+
+    Every row with the same partition-key value has the same prefix, so a
+    boundary of this form never splits one partition-key value.
+    """
+    pos = 5  # ROWS + table id
+    code = row_key[pos]
+    if code == codec.CODE_INTEGER:
+        return row_key[: pos + 9]
+    end = pos + 1
+    while True:
+        end = row_key.index(b"\x00", end)
+        if row_key[end + 1 : end + 2] != b"\xff":
+            return row_key[: end + 1]
+        end += 2
 
 
 def table_prefix(table_id: int) -> bytes:
@@ -62,6 +125,17 @@ def pretty(key: bytes) -> str:
         return f"/Catalog/{key[1:].decode('utf-8', 'replace')!r}"
     if head == COUNTERS:
         return f"/Counter/{key[1:].decode('utf-8', 'replace')!r}"
+    if head == PARTITIONS and len(key) == 6:
+        kind = {PARTITION_MAP: "map", PARTITION_SAMPLES: "samples"}.get(key[5], f"?{key[5]}")
+        return f"/Partitions/{int.from_bytes(key[1:5], 'big')}/{kind}"
+    if head == STATS and len(key) == 13:
+        return f"/Stats/{int.from_bytes(key[1:5], 'big')}/{int.from_bytes(key[5:13], 'big')}"
+    if head == AUTO_INCREMENT and len(key) > 5:
+        try:
+            parts = codec.decode_tuple(key, 5)
+        except Exception:
+            parts = ("?" + key[5:].hex(),)
+        return f"/AutoIncrement/{int.from_bytes(key[1:5], 'big')}/" + _pretty_value(parts[0])
     if head == ROWS and len(key) >= 5:
         table_id = int.from_bytes(key[1:5], "big")
         try:

@@ -15,9 +15,8 @@ import msgpack
 
 from ..errors import ParameterInvalid, WidetableError, describe
 from .filters import as_condition
-from .reader import make_reader
 from .row import BatchGetResult, BatchWriteResult, WriteResult
-from .values import MAX_REQUEST_BYTES, now_ms, value_size
+from .values import MAX_REQUEST_BYTES, value_size
 
 if TYPE_CHECKING:
     from ..db import Database
@@ -43,7 +42,6 @@ def batch_get_row(db: Database, requests: list) -> list[BatchGetResult]:
     results: list[BatchGetResult] = []
     keys: list[bytes] = []
     pending: list[tuple[int, object]] = []
-    now = now_ms()
     for item in requests:
         if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
             raise ParameterInvalid(f"batch_get_row item must be (table, pk[, options]), got {describe(item)}")
@@ -57,9 +55,10 @@ def batch_get_row(db: Database, requests: list) -> list[BatchGetResult]:
             table = db.table(name)
             values, key = table._key(pk)
             result.primary_key = values
-            reader = make_reader(
+            table._route_read(key)
+            reader = table.reader(
                 opts.get("columns"), opts.get("max_versions"), opts.get("time_range"),
-                opts.get("filter"), table._cutoff(now),
+                opts.get("filter"),
             )
         except WidetableError as exc:
             result.error = exc
@@ -82,6 +81,7 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
     requests = _check_count(requests, MAX_BATCH_WRITE, "batch_write_row")
     results: list[BatchWriteResult] = []
     fast: list[tuple[int, bytes, bytes]] = []
+    routed: list[tuple[Any, Any, bytes, int]] = []  # (table, partition, key, blob size) of fast
     slow: list[tuple[int, Any, tuple, object, object]] = []
     seen: set[bytes] = set()
     tables: dict[object, object] = {}
@@ -94,6 +94,11 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
             table = tables.get(name)
             if table is None:
                 table = tables[name] = db.table(name)
+            if table._auto_index is not None:  # put_row assigns auto-increment values row by row
+                values = result.primary_key = table.normalize_pk(pk)
+                total += _payload_size(payload)
+                slow.append((len(results) - 1, table, values, payload, as_condition(condition)))
+                continue
             values, key = table._key(pk)
             result.primary_key = values
             if key in seen:
@@ -104,8 +109,10 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
             cond = as_condition(condition)
             if op == "put" and cond is None:
                 blob = table.encode_put(values, payload)
+                part = table._route_write(key)
                 total += len(key) + len(blob)
                 fast.append((len(results) - 1, key, blob))
+                routed.append((table, part, key, len(blob)))
             else:
                 total += len(key) + _payload_size(payload)
                 slow.append((len(results) - 1, table, values, payload, cond))
@@ -118,10 +125,13 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
                 f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it"
             )
     _write_fast(db, results, fast)
+    for table, part, key, size in routed:
+        table._record_write(part, key, size, None)
     for index, table, values, payload, cond in slow:
         result = results[index]
         try:
             result.result = _write_one(table, result.operation, values, payload, cond)
+            result.primary_key = result.result.primary_key
         except WidetableError as exc:
             result.error = exc
     return results
@@ -155,6 +165,8 @@ def _payload_size(payload: object) -> int:
 
 
 def _write_fast(db: Database, results: list, fast: list) -> None:
+    if db._txn_locks:
+        fast = _outside_transactions(db, results, fast, wait=True)
     if not fast:
         return
     mask = len(db._row_locks) - 1
@@ -165,12 +177,38 @@ def _write_fast(db: Database, results: list, fast: list) -> None:
     for lock in locks:
         lock.acquire()
     try:
+        if db._txn_locks:  # a transaction started since the wait above: recheck under the locks
+            kept = _outside_transactions(db, results, fast, wait=False)
+            if len(kept) < len(fast):
+                fast, batch = kept, db._engine.batch()
+                for _, key, blob in fast:
+                    batch.put(key, blob)
         db._engine.write(batch)
     finally:
         for lock in locks:
             lock.release()
     for index, _, _ in fast:
         results[index].result = WriteResult(results[index].primary_key)
+
+
+def _outside_transactions(db: Database, results: list, fast: list, wait: bool) -> list:
+    """The rows of ``fast`` whose partition-key value no local transaction holds.
+
+    The others get ``OTSRowOperationConflict`` as their result. With ``wait``,
+    each first waits briefly for the transaction to end (outside any row lock).
+    """
+    kept = []
+    for item in fast:
+        result = results[item[0]]
+        table = db._tables.get(result.table)
+        try:
+            if table is not None:
+                (db._txns.wait_for if wait else db._txns.check)(table, result.primary_key[0])
+        except WidetableError as exc:
+            result.error = exc
+            continue
+        kept.append(item)
+    return kept
 
 
 def _write_one(table, op: str, values: tuple, payload: object, cond: object) -> WriteResult:

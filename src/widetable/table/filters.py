@@ -246,13 +246,37 @@ _FLIP = {"==": "==", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
 def parse_filter(text: str) -> Filter:
     """Parse ``price >= 10 and not (city == 'x' or paid == true)`` into a Filter.
 
-    Used by the CLI. Literals are Python literals (``true``/``false`` accepted).
+    Used by the CLI. Values are Python literals, ``true``/``false`` included;
+    a name on either side of a comparison is a column.
     """
     try:
-        tree = ast.parse(text.replace(" true", " True").replace(" false", " False"), mode="eval")
+        tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise ParameterInvalid(f"cannot parse filter {text!r}: {exc.msg}") from None
     return _from_ast(tree.body, text)
+
+
+_NAMED_LITERALS = {"true": True, "false": False, "True": True, "False": False}
+_NO_LITERAL = object()
+
+
+def _literal(node: ast.AST) -> object:
+    """The value of a literal node, or ``_NO_LITERAL``."""
+    if isinstance(node, ast.Name) and node.id in _NAMED_LITERALS:
+        return _NAMED_LITERALS[node.id]
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _literal(node.operand)
+        if type(inner) in (int, float):
+            return -inner if isinstance(node.op, ast.USub) else inner  # type: ignore[operator]
+    return _NO_LITERAL
+
+
+def _column(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name) and node.id not in _NAMED_LITERALS:
+        return node.id
+    return None
 
 
 def _from_ast(node: ast.AST, text: str) -> Filter:
@@ -266,10 +290,12 @@ def _from_ast(node: ast.AST, text: str) -> Filter:
         op = _AST_OPS.get(type(node.ops[0]))
         if op is None:
             raise ParameterInvalid(f"unsupported comparison in filter {text!r}")
-        if isinstance(left, ast.Name) and isinstance(right, ast.Constant):
-            return SingleColumnFilter(left.id, op, right.value)
-        if isinstance(right, ast.Name) and isinstance(left, ast.Constant):
-            return SingleColumnFilter(right.id, _FLIP[op], left.value)
+        column, value = _column(left), _literal(right)
+        if column is not None and value is not _NO_LITERAL:
+            return SingleColumnFilter(column, op, value)
+        column, value = _column(right), _literal(left)
+        if column is not None and value is not _NO_LITERAL:
+            return SingleColumnFilter(column, _FLIP[op], value)
     raise ParameterInvalid(
         f"cannot parse filter {text!r}: use comparisons like price >= 10 joined by and/or/not"
     )

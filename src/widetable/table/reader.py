@@ -40,6 +40,8 @@ def check_time_range(time_range: object) -> tuple[int, int] | None:
 def check_columns(columns: object) -> frozenset[str] | None:
     if columns is None:
         return None
+    if isinstance(columns, (list, tuple, set, frozenset)) and not columns:
+        return None  # as in Tablestore, no columns to get means every column
     if isinstance(columns, str) or not isinstance(columns, (list, tuple, set, frozenset)):
         raise ParameterInvalid(f"columns must be a list of column names, got {describe(columns)}")
     return frozenset(check_name(c, "column name") for c in columns)
@@ -53,16 +55,25 @@ def check_max_versions(max_versions: object) -> int:
     return max_versions
 
 
-def visible_versions(row: list, cutoff_ms: int | None) -> dict[str, list]:
-    """All versions newest first, without those expired by TTL."""
+def visible_versions(
+    row: list, cutoff_ms: int | None, max_versions: int | None = None
+) -> dict[str, list]:
+    """The versions a reader may see, newest first.
+
+    Versions expired by TTL, and those past the table's ``max_versions`` (which
+    linger after the option is lowered, until purged), are left out.
+    """
     versions = decode_versions(row)
-    if cutoff_ms is not None:
-        for name in list(versions):
-            alive = [tv for tv in versions[name] if tv[0] > cutoff_ms]
-            if alive:
-                versions[name] = alive
-            else:
-                del versions[name]
+    for name in list(versions):
+        alive = versions[name]
+        if cutoff_ms is not None:
+            alive = [tv for tv in alive if tv[0] > cutoff_ms]
+        if max_versions is not None:
+            alive = alive[:max_versions]
+        if alive:
+            versions[name] = alive
+        else:
+            del versions[name]
     return versions
 
 
@@ -72,6 +83,7 @@ def make_reader(
     time_range: object,
     filter: object,
     cutoff_ms: int | None,
+    table_max_versions: int | None = None,
 ) -> Reader:
     """Build the function that turns one decoded row into a result row, or None.
 
@@ -95,7 +107,7 @@ def make_reader(
         had_cells = bool(latest)
         versions = None
         if multi:
-            versions = visible_versions(row, cutoff_ms)
+            versions = visible_versions(row, cutoff_ms, table_max_versions)
             if had_cells and not versions:
                 return None
             latest = {n: vs[0][1] for n, vs in versions.items()}

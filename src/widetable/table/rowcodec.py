@@ -18,11 +18,22 @@ written in one put shares one timestamp, stored once, which halves decoding.
 
 from __future__ import annotations
 
+import threading
+
 import msgpack
 
 FORMAT = 1  # DO NOT CHANGE: embedded in on-disk data
 
-pack = msgpack.Packer(use_bin_type=True).pack
+_local = threading.local()
+
+
+def pack(obj: object) -> bytes:
+    """MessagePack bytes of ``obj``; each thread keeps its own Packer (they are not thread-safe)."""
+    try:
+        packer = _local.packer
+    except AttributeError:
+        packer = _local.packer = msgpack.Packer(use_bin_type=True)
+    return packer.pack(obj)
 
 # Versions of one column, newest first: [(timestamp, value), ...]
 Versions = list[tuple[int, object]]

@@ -12,8 +12,26 @@ from ..keys.codec import PK_TYPES
 MAX_PK_COLUMNS = 4
 DEFAULT_MAX_TIME_DEVIATION = 86400  # seconds, Tablestore's default
 FOREVER = -1
+DEFAULT_SPLIT_SIZE = 10 * 2**30  # 10 GB, as Tablestore
+DEFAULT_MERGE_SIZE = 2**30
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class _AutoIncrement:
+    """The placeholder for an auto-increment key column (Tablestore's PK_AUTO_INCR)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "AUTO_INCREMENT"
+
+    def __reduce__(self) -> str:
+        return "AUTO_INCREMENT"
+
+
+# Declares an auto-increment column in create_table, and asks for a value in put_row.
+AUTO_INCREMENT = _AutoIncrement()
 
 
 def check_name(name: object, what: str = "name") -> str:
@@ -37,8 +55,24 @@ class TableOptions:
     max_versions: int = 1
     ttl: int = FOREVER
     max_time_deviation: int = DEFAULT_MAX_TIME_DEVIATION
+    # Partitions (see widetable.partition). Sizes in bytes, loads in operations
+    # per second, windows in seconds. capacity 0 = no per-partition limit;
+    # split_load 0 = split by load at capacity (never, if capacity is 0 too).
+    split_size: int = DEFAULT_SPLIT_SIZE
+    split_load: int = 0
+    split_load_window: float = 10.0
+    merge_size: int = DEFAULT_MERGE_SIZE
+    merge_load: float = 1.0
+    merge_window: float = 600.0
+    capacity: int = 0
+    reserved_throughput: int = 0
+    stats_retention: int = 7 * 86400
 
     def checked(self) -> TableOptions:
+        for name in PARTITION_OPTIONS:
+            value = getattr(self, name)
+            if type(value) not in (int, float) or value < 0 or (name == "split_size" and value <= 0):
+                raise ParameterInvalid(f"{name} must be a number >= 0, got {describe(value)}")
         mv, ttl, dev = self.max_versions, self.ttl, self.max_time_deviation
         if type(mv) is not int or not 1 <= mv <= 2**31 - 1:
             raise ParameterInvalid(f"max_versions must be a positive integer, got {describe(mv)}")
@@ -55,7 +89,31 @@ class TableOptions:
             "max_versions": self.max_versions,
             "ttl": self.ttl,
             "max_time_deviation": self.max_time_deviation,
+            # Partition options only when set, so older stores' catalogs read the same.
+            **{
+                name: getattr(self, name) for name in PARTITION_OPTIONS
+                if getattr(self, name) != _DEFAULT_PARTITION_OPTIONS[name]
+            },
         }
+
+
+PARTITION_OPTIONS = (
+    "split_size", "split_load", "split_load_window", "merge_size", "merge_load",
+    "merge_window", "capacity", "reserved_throughput", "stats_retention",
+)
+
+
+_DEFAULT_PARTITION_OPTIONS = {name: getattr(TableOptions(), name) for name in PARTITION_OPTIONS}
+
+
+def check_partition_options(options: dict) -> dict:
+    """Return ``options`` if every name is a partition option; else ParameterInvalid."""
+    unknown = sorted(set(options) - set(PARTITION_OPTIONS))
+    if unknown:
+        raise ParameterInvalid(
+            f"unknown table option {unknown[0]!r}; partition options are {', '.join(PARTITION_OPTIONS)}"
+        )
+    return options
 
 
 def normalize_ttl(ttl: object) -> object:
@@ -71,6 +129,7 @@ class TableSchema:
     primary_key: tuple[tuple[str, str], ...]
     options: TableOptions = field(default_factory=TableOptions)
     created_at: float = 0.0
+    auto_increment: str | None = None  # the auto-increment key column, if any
 
     @property
     def pk_names(self) -> tuple[str, ...]:
@@ -91,6 +150,8 @@ class TableSchema:
                 "primary_key": [list(c) for c in self.primary_key],
                 "options": self.options.to_dict(),
                 "created_at": self.created_at,
+                # Written only when set, so older stores' catalogs read the same.
+                **({"auto_increment": self.auto_increment} if self.auto_increment else {}),
             },
             sort_keys=True,
         ).encode()
@@ -104,11 +165,17 @@ class TableSchema:
             primary_key=tuple((n, t) for n, t in d["primary_key"]),
             options=TableOptions(**d["options"]),
             created_at=d.get("created_at", 0.0),
+            auto_increment=d.get("auto_increment"),
         )
 
 
 def check_primary_key(primary_key: object) -> tuple[tuple[str, str], ...]:
-    """Validate a primary-key declaration ``[(name, type), ...]`` of 1-4 columns."""
+    """Validate a primary-key declaration ``[(name, type), ...]`` of 1-4 columns.
+
+    A column may be declared auto-increment as ``(name, "INTEGER", AUTO_INCREMENT)``
+    (or ``"AUTO_INCREMENT"``) or ``(name, AUTO_INCREMENT)``; see
+    :func:`check_auto_increment`. The result lists ``(name, type)`` pairs only.
+    """
     if not isinstance(primary_key, (list, tuple)) or not 1 <= len(primary_key) <= MAX_PK_COLUMNS:
         raise ParameterInvalid(
             f"primary_key must list 1-{MAX_PK_COLUMNS} (name, type) columns, got "
@@ -117,9 +184,16 @@ def check_primary_key(primary_key: object) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for item in primary_key:
-        if not isinstance(item, (list, tuple)) or len(item) != 2:
+        if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
             raise ParameterInvalid(f"primary key column must be (name, type), got {describe(item)}")
-        name, type_ = item
+        name, type_ = item[0], item[1]
+        if len(item) == 3 and not _is_auto(item[2]):
+            raise ParameterInvalid(
+                f"primary key column {describe(name)}: the third item must be AUTO_INCREMENT, "
+                f"got {describe(item[2])}"
+            )
+        if type_ is AUTO_INCREMENT:
+            type_ = "INTEGER"
         check_name(name, "primary key column name")
         type_name = str(getattr(type_, "value", type_)).upper()
         if type_name not in PK_TYPES:
@@ -132,3 +206,39 @@ def check_primary_key(primary_key: object) -> tuple[tuple[str, str], ...]:
         seen.add(name)
         out.append((name, type_name))
     return tuple(out)
+
+
+def _is_auto(option: object) -> bool:
+    return option is AUTO_INCREMENT or (
+        isinstance(option, str) and option.upper() in ("AUTO_INCREMENT", "PK_AUTO_INCR")
+    )
+
+
+def check_auto_increment(primary_key: object) -> str | None:
+    """The auto-increment column of a declaration checked by ``check_primary_key``, or None.
+
+    Tablestore's rules: at most one such column, never the first (partition-key)
+    column, and only of type INTEGER. Raises ``OTSParameterInvalid`` otherwise.
+    """
+    pk = check_primary_key(primary_key)
+    items: list = list(primary_key)  # type: ignore[call-overload]
+    autos = [
+        i for i, item in enumerate(items)
+        if item[1] is AUTO_INCREMENT or (len(item) == 3 and _is_auto(item[2]))
+    ]
+    if not autos:
+        return None
+    if len(autos) > 1:
+        names = [pk[i][0] for i in autos]
+        raise ParameterInvalid(f"only one primary key column may be AUTO_INCREMENT, got {names}")
+    index = autos[0]
+    name, type_ = pk[index]
+    if index == 0:
+        raise ParameterInvalid(
+            f"primary key column {name!r} is the partition key and cannot be AUTO_INCREMENT"
+        )
+    if type_ != "INTEGER":
+        raise ParameterInvalid(
+            f"AUTO_INCREMENT column {name!r} must be INTEGER, got {type_}"
+        )
+    return name

@@ -21,7 +21,7 @@ from ..errors import (
     describe,
 )
 from ..keys import codec, layout
-from . import rowcodec
+from . import autoinc, rowcodec
 from .filters import RowExistence, as_condition
 from .reader import make_reader, plain_row, visible_versions
 from .row import RangeResult, Row, WriteResult
@@ -48,6 +48,26 @@ SCAN_PAGE_ROWS = 500
 _KEY_OFFSET = 5  # len(ROWS prefix + table id)
 
 
+class _Unrouted:
+    """The partition of a table with no partition router: counts go nowhere useful."""
+
+    __slots__ = ("reads", "writes", "bytes_read", "bytes_written")
+
+    def __init__(self) -> None:
+        self.reads = self.writes = self.bytes_read = self.bytes_written = 0
+
+
+_UNROUTED = _Unrouted()
+
+
+def _unrouted(key: bytes) -> _Unrouted:
+    return _UNROUTED
+
+
+def _unrecorded(part: object, key: bytes, new_len: int, old_len: int | None) -> None:
+    return None
+
+
 def _unpack(blob: bytes) -> list:
     return _unpackb(blob, use_list=False)
 
@@ -66,7 +86,18 @@ class Table:
         self._lock_mask = len(db._row_locks) - 1
         self.dropped = False
         self._unusable = False  # dropped, or its database closed: checked on every call
+        # Partition-key values locked by local transactions; writers look only when non-empty.
+        self._txn_locks = db._txn_locks
+        # Partition hooks (widetable.partition): route a row key to its partition,
+        # count the request and, when capacity is on, throttle it.
+        self._route_read = self._route_write = _unrouted
+        self._record_write = _unrecorded
         self._set_schema(schema)
+
+    def _attach_partitions(self, route_read, route_write, record_write) -> None:
+        """Install the partition layer's per-request hooks (called by the database)."""
+        self._route_read, self._route_write = route_read, route_write
+        self._record_write = record_write
 
     def _set_schema(self, schema: TableSchema) -> None:
         self.schema = schema
@@ -77,6 +108,8 @@ class Table:
         self._encode = codec.make_encoder(self._types, self._names)
         self._options = schema.options
         self._plain_reads = schema.options.ttl < 0  # no TTL: a plain read applies no options
+        auto = schema.auto_increment
+        self._auto_index = schema.pk_names.index(auto) if auto else None
 
     def __repr__(self) -> str:
         return f"<Table {self.name!r} pk={list(self.schema.primary_key)}>"
@@ -120,6 +153,15 @@ class Table:
     def _lock(self, key: bytes):
         return self._locks[hash(key) & self._lock_mask]
 
+    def reader(
+        self, columns: object, max_versions: object, time_range: object, filter: object
+    ):
+        """The function that turns a stored row into a result under these read options."""
+        return make_reader(
+            columns, max_versions, time_range, filter, self._cutoff(now_ms()),
+            self._options.max_versions,
+        )
+
     def _cutoff(self, now: int) -> int | None:
         ttl = self._options.ttl
         return None if ttl < 0 else now - ttl * 1000
@@ -141,18 +183,21 @@ class Table:
         ColumnPagination.
         """
         if type(pk) is tuple and not self._unusable:
-            blob = self._get(self._prefix + self._encode(pk))
+            key = self._prefix + self._encode(pk)
         else:
-            blob = self._get(self._key(pk)[1])
+            key = self._key(pk)[1]
+        part = self._route_read(key)
+        blob = self._get(key)
         if blob is None:
             return None
+        part.bytes_read += len(blob)
         if (
             self._plain_reads and columns is None and max_versions is None
             and time_range is None and filter is None
         ):
             row = _unpackb(blob, use_list=False)
             return Row(row[1], row[2], row[3])
-        reader = make_reader(columns, max_versions, time_range, filter, self._cutoff(now_ms()))
+        reader = self.reader(columns, max_versions, time_range, filter)
         return reader(_unpack(blob))
 
     def get_range(
@@ -179,7 +224,8 @@ class Table:
         if limit is not None and (type(limit) is not int or limit <= 0):
             raise ParameterInvalid(f"limit must be a positive integer, got {describe(limit)}")
         lo, hi = self._range_bounds(start, end, reverse)
-        reader = make_reader(columns, max_versions, time_range, filter, self._cutoff(now_ms()))
+        reader = self.reader(columns, max_versions, time_range, filter)
+        part = self._route_read(hi if reverse else lo)
         max_rows = MAX_RANGE_ROWS if limit is None else min(limit, MAX_RANGE_ROWS)
         rows: list[Row] = []
         append = rows.append
@@ -198,6 +244,7 @@ class Table:
                 nbytes += len(blob)
                 r = unpackb(blob, use_list=False)
                 append(Row(r[1], r[2], r[3]))
+            part.bytes_read += nbytes
             return RangeResult(rows, next_pk)
         scanned = nbytes = 0
         for key, blob in items:
@@ -209,6 +256,7 @@ class Table:
             row = reader(unpack(blob))
             if row is not None:
                 append(row)
+        part.bytes_read += nbytes
         return RangeResult(rows, next_pk)
 
     def scan(
@@ -282,15 +330,25 @@ class Table:
 
         ``columns`` is ``{name: value}``, ``{name: (value, ts)}`` or a list of
         ``(name, value[, ts])``. Raises ``OTSConditionCheckFail`` if ``condition``
-        fails; then nothing changes.
+        fails; then nothing changes. On a table with an auto-increment column,
+        pass ``AUTO_INCREMENT`` for it to get a new value, returned in
+        ``WriteResult.primary_key``.
         """
+        if self._auto_index is not None:
+            return autoinc.put_row(self, pk, columns, condition)
         values, key = self._key(pk)
         cond = as_condition(condition)
         blob = self.encode_put(values, columns)
+        part = self._route_write(key)
+        if self._txn_locks:
+            self._db._txns.wait_for(self, values[0])
         with self._locks[hash(key) & self._lock_mask]:
+            if self._txn_locks:
+                self._db._txns.check(self, values[0])
             if cond is not None and cond.needs_row:
                 self._check_condition(values, self._engine.get(key), cond, now_ms())
             self._engine.put(key, blob)
+        self._record_write(part, key, len(blob), None)
         return WriteResult(values)
 
     def encode_put(self, pk: tuple, columns: object) -> bytes:
@@ -351,13 +409,20 @@ class Table:
         if clash:
             raise ParameterInvalid(f"column {sorted(clash)[0]!r} is both incremented and written in one update")
         cond = as_condition(condition)
+        part = self._route_write(key)
+        if self._txn_locks:
+            self._db._txns.wait_for(self, values[0])
         with self._lock(key):
+            if self._txn_locks:
+                self._db._txns.check(self, values[0])
             blob = self._engine.get(key)
             row = rowcodec.unpack(blob) if blob is not None else None
             if cond is not None and cond.needs_row:
                 self._check_condition(values, blob, cond, now, row)
             cutoff = self._cutoff(now)
-            versions = visible_versions(row, cutoff) if row is not None else {}
+            versions = (
+                visible_versions(row, cutoff, self._options.max_versions) if row is not None else {}
+            )
             for name in del_columns:
                 versions.pop(name, None)
             for name, ts in del_versions:
@@ -367,10 +432,12 @@ class Table:
                 rowcodec.merge_version(versions.setdefault(name, []), ts, value)
             results = self._apply_increments(versions, incs, now)
             rowcodec.trim(versions, self._options.max_versions, cutoff)
-            if versions:
-                self._engine.put(key, rowcodec.encode_versions(values, versions))
+            new = rowcodec.encode_versions(values, versions) if versions else None
+            if new is not None:
+                self._engine.put(key, new)
             elif row is not None:
                 self._engine.delete(key)
+        self._record_write(part, key, len(new) if new else 0, len(blob) if blob else 0)
         return WriteResult(values, results)
 
     @staticmethod
@@ -395,10 +462,16 @@ class Table:
         """Delete a row and all its versions. Deleting a missing row is not an error."""
         values, key = self._key(pk)
         cond = as_condition(condition)
+        part = self._route_write(key)
+        if self._txn_locks:
+            self._db._txns.wait_for(self, values[0])
         with self._lock(key):
+            if self._txn_locks:
+                self._db._txns.check(self, values[0])
             if cond is not None and cond.needs_row:
                 self._check_condition(values, self._engine.get(key), cond, now_ms())
             self._engine.delete(key)
+        self._record_write(part, key, 0, None)
         return WriteResult(values)
 
     def _check_condition(
@@ -407,7 +480,11 @@ class Table:
         """Raise ConditionCheckFail unless the row as stored satisfies ``cond``."""
         if blob is not None and row is None:
             row = rowcodec.unpack(blob)
-        versions = visible_versions(row, self._cutoff(now)) if row is not None else {}
+        versions = (
+            visible_versions(row, self._cutoff(now), self._options.max_versions)
+            if row is not None
+            else {}
+        )
         exists = row is not None and (bool(versions) or not row[2])
         if cond.row_existence is RowExistence.EXPECT_EXIST and not exists:
             raise ConditionCheckFail(f"Condition check failed: row {describe(pk)} does not exist")

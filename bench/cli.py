@@ -1,0 +1,257 @@
+"""``python -m bench``: YCSB and Bigtable-paper workloads on widetable and its peers.
+
+``main(argv)`` is what ``widetable bench`` calls; it parses, runs and reports,
+and holds no measuring logic of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import os
+import platform
+import shutil
+import signal
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from . import bigtable, memory, report, suites, ycsb
+from .driver import PhaseResult
+from .systems import REGISTRY, SystemUnavailable, create
+
+DEFAULT_RECORDS = 100_000
+DEFAULT_OPERATIONS = 25_000
+DEFAULT_OUT = Path(__file__).resolve().parent / "out"
+ALL_SYSTEMS = tuple(REGISTRY)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="YCSB core workloads A-F and the Bigtable paper's experiments, "
+        "on widetable and peers measured in the same run.",
+    )
+    p.add_argument(
+        "--records",
+        type=int,
+        default=DEFAULT_RECORDS,
+        help=f"records loaded (YCSB) and rows written (Bigtable); default {DEFAULT_RECORDS}",
+    )
+    p.add_argument(
+        "--operations",
+        type=int,
+        default=DEFAULT_OPERATIONS,
+        help=f"operations per YCSB workload and per Bigtable read test; "
+        f"default {DEFAULT_OPERATIONS}",
+    )
+    p.add_argument(
+        "--workloads",
+        default="all",
+        help="comma list of A-F, "
+        + ", ".join(bigtable.EXPERIMENTS)
+        + ", or the groups ycsb, bigtable, all (default)",
+    )
+    p.add_argument(
+        "--systems",
+        default=",".join(ALL_SYSTEMS),
+        help="comma list of " + ", ".join(ALL_SYSTEMS) + " (default: all)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="folder for results.json and results.png (default bench/out/)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="seed of every generator (default 1)")
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=0.05,
+        help="fraction of each op list run untimed first (default 0.05)",
+    )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile the widetable runs with pyinstrument (its figures then "
+        "carry profiler overhead); writes profile-widetable.html to --out",
+    )
+    args = p.parse_args(argv)
+    if args.records < 10 or args.operations < 1:
+        p.error("--records must be at least 10 and --operations at least 1")
+    if not 0 <= args.warmup < 1:
+        p.error("--warmup must be in [0, 1)")
+    return args
+
+
+def parse_workloads(text: str) -> tuple[list[str], list[str]]:
+    """(YCSB workload letters, Bigtable experiments) named by ``text``; ValueError if unknown."""
+    ycsb_w: list[str] = []
+    bt: list[str] = []
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        low = item.lower()
+        if low in ("all", "ycsb"):
+            ycsb_w += ycsb.RUN_ORDER
+        if low in ("all", "bigtable"):
+            bt += bigtable.EXPERIMENTS
+        if low in ("all", "ycsb", "bigtable"):
+            continue
+        if item.upper() in ycsb.WORKLOADS:
+            ycsb_w.append(item.upper())
+        elif low in bigtable.EXPERIMENTS:
+            bt.append(low)
+        else:
+            raise ValueError(f"unknown workload {item!r}")
+    return list(dict.fromkeys(ycsb_w)), list(dict.fromkeys(bt))
+
+
+def _run_system(
+    name: str,
+    plan: suites.Plan,
+    root: Path,
+    args: argparse.Namespace,
+    console: Console,
+    results: list[PhaseResult],
+) -> None:
+    system = create(name)
+    memory.release_free_memory()
+    baseline = memory.rss_kib()
+    try:
+        system.start(root)  # SystemUnavailable propagates: the caller skips the system
+    except BaseException:
+        system.stop()
+        raise
+
+    def report_phase(r: PhaseResult) -> None:
+        results.append(r)
+        miss = f", {r.misses} reads found nothing" if r.misses else ""
+        console.print(
+            f"  {r.system:<11} {r.suite:<8} {r.workload:<17} {r.throughput:>12,.0f} {r.unit}{miss}"
+        )
+
+    profiler = _profiler(console) if args.profile and name == "widetable" else None
+    try:
+        if profiler is not None:
+            profiler.start()
+        suites.run_ycsb(system, plan, root, baseline, report_phase)
+        suites.run_bigtable(system, plan, root, baseline, report_phase)
+    finally:
+        if profiler is not None:
+            profiler.stop()
+            args.out.mkdir(parents=True, exist_ok=True)
+            html = args.out / "profile-widetable.html"
+            html.write_text(profiler.output_html())
+            (args.out / "profile-widetable.txt").write_text(profiler.output_text())
+            console.print(f"  pyinstrument profile: {html} (and .txt)")
+        system.stop()
+
+
+def _profiler(console: Console) -> Any:
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        console.print(
+            "[yellow]--profile: pyinstrument is not installed "
+            "(pip install pyinstrument); running unprofiled[/yellow]"
+        )
+        return None
+    return Profiler(interval=0.0005)
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds through every finally: servers stop, temp dirs go
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; returns the process exit code (0 also when targets are missed)."""
+    args = parse_args(argv)
+    console = Console()
+    try:
+        ycsb_w, bt = parse_workloads(args.workloads)
+        systems = list(dict.fromkeys(s.strip() for s in args.systems.split(",") if s.strip()))
+        unknown = [s for s in systems if s not in REGISTRY]
+        if unknown:
+            raise ValueError(
+                f"unknown system(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}"
+            )
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    console.print(
+        f"widetable bench: {args.records:,} records, {args.operations:,} operations, "
+        f"YCSB {','.join(ycsb_w) or '-'}, Bigtable {','.join(bt) or '-'}, "
+        f"systems {','.join(systems)}"
+    )
+    busy = _load_average()
+    if busy is not None and busy > 0.5 * (os.cpu_count() or 1):
+        console.print(
+            f"[yellow]note:[/yellow] load average {busy:.1f} on {os.cpu_count()} cores "
+            "before the run: the machine is busy and the figures will be noisy"
+        )
+    plan = suites.make_plan(args.records, args.operations, ycsb_w, bt, args.seed, args.warmup)
+    # The pre-generated plan is large and immortal: keep it out of every later GC pass,
+    # so collections cost what the system under test allocates, not what the harness holds.
+    gc.collect()
+    gc.freeze()
+    results: list[PhaseResult] = []
+    skipped: dict[str, str] = {}
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+    root = Path(tempfile.mkdtemp(prefix="widetable-bench-"))
+    try:
+        for name in systems:
+            console.print(f"[bold]{name}[/bold]")
+            try:
+                _run_system(name, plan, root / name, args, console, results)
+            except SystemUnavailable as exc:
+                skipped[name] = str(exc)
+                console.print(f"  [yellow]skipped:[/yellow] {exc}")
+            except Exception as exc:  # noqa: BLE001 - one broken system must not hide the others
+                skipped[name] = f"failed: {type(exc).__name__}: {exc}"
+                console.print(f"  [red]failed:[/red] {traceback.format_exc()}")
+    except KeyboardInterrupt:
+        console.print("[red]interrupted[/red]: servers stopped, temporary data removed")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        gc.unfreeze()
+        shutil.rmtree(root, ignore_errors=True)
+    goals = report.print_report(console, results, skipped)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report.write_json(
+        args.out / "results.json", _meta(args, ycsb_w, bt, systems), results, skipped, goals
+    )
+    report.write_png(args.out / "results.png", results)
+    console.print(f"wrote {args.out / 'results.json'} and {args.out / 'results.png'}")
+    return 0
+
+
+def _meta(
+    args: argparse.Namespace, ycsb_w: list[str], bt: list[str], systems: list[str]
+) -> dict[str, Any]:
+    return {
+        "records": args.records,
+        "operations": args.operations,
+        "seed": args.seed,
+        "warmup": args.warmup,
+        "ycsb_workloads": ycsb_w,
+        "bigtable_experiments": bt,
+        "systems": systems,
+        "profiled": bool(args.profile),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_average_after": _load_average(),
+        "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }

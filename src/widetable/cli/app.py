@@ -1,0 +1,168 @@
+"""The ``widetable`` command: the typer app, its shared options, and the error contract.
+
+Commands live in :mod:`.tables` (catalog and rows), :mod:`.transfer` (import
+and export) and :mod:`.tools` (demo, bench); each parses its arguments, calls
+the library, and formats the result. Every :class:`~widetable.WidetableError`
+prints ``Error [CODE]: message`` on stderr and exits with 1; an argument that
+cannot be read is a usage error and exits with 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import functools
+import os
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from .. import db as _db
+from ..errors import WidetableError
+from ..table.filters import Condition, RowExistence, parse_filter
+from . import render
+from .literals import CliError, LiteralError, parse_assignment, parse_columns_json
+
+DEFAULT_DATA = "./data"
+F = TypeVar("F", bound=Callable[..., Any])
+
+app = typer.Typer(
+    name="widetable",
+    help="A wide-column table store with Tablestore semantics, on RocksDB.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class Expect(str, enum.Enum):
+    exist = "exist"
+    not_exist = "not-exist"
+    ignore = "ignore"
+
+
+class RowFormat(str, enum.Enum):
+    table = "table"
+    jsonl = "jsonl"
+
+
+class FileFormat(str, enum.Enum):
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+_EXPECT = {
+    Expect.exist: RowExistence.EXPECT_EXIST,
+    Expect.not_exist: RowExistence.EXPECT_NOT_EXIST,
+    Expect.ignore: RowExistence.IGNORE,
+}
+
+DataOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--data", help="Store directory (overrides the global --data).", show_default=False
+    ),
+]
+PkOpt = Annotated[str, typer.Option("--pk", help="Primary key as JSON, e.g. '[\"c1\", 5]'.")]
+ExpectOpt = Annotated[
+    Expect, typer.Option("--expect", help="Row existence the write requires.", case_sensitive=False)
+]
+ConditionOpt = Annotated[
+    str | None,
+    typer.Option("--condition", help='Column condition the row must meet, e.g. "amount > 3".'),
+]
+ColsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--col", help="Column as NAME=VALUE; VALUE is a JSON literal or a bare string."),
+]
+JsonOpt = Annotated[
+    str | None, typer.Option("--json", help="Columns as a JSON object, e.g. '{\"amount\": 120}'.")
+]
+ColumnsOpt = Annotated[
+    str | None, typer.Option("--columns", help="Comma-separated columns to return.")
+]
+
+
+# -- plumbing -----------------------------------------------------------------
+
+
+def command(name: str, **kwargs: Any) -> Callable[[F], F]:
+    """Register a command whose library errors print as ``Error [CODE]: ...`` with exit 1."""
+
+    def register(fn: F) -> F:
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kw: Any) -> Any:
+            try:
+                return fn(*args, **kw)
+            except WidetableError as exc:
+                render.print_error(exc.code, exc.message)
+            except (CliError, OSError) as exc:
+                render.print_error(None, str(exc))
+            raise typer.Exit(1)
+
+        app.command(name, **kwargs)(guarded)
+        return fn
+
+    return register
+
+
+def arg(parse: Callable[..., Any], text: str, option: str) -> Any:
+    """Parse one argument; a bad one is a usage error naming the option."""
+    try:
+        return parse(text, option)
+    except LiteralError as exc:
+        message = exc.detail if exc.what == option else str(exc)
+        raise typer.BadParameter(message, param_hint=f"'{option}'") from None
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    data: Annotated[
+        str, typer.Option("--data", envvar="WIDETABLE_DATA", help="Store directory.")
+    ] = DEFAULT_DATA,
+) -> None:
+    ctx.ensure_object(dict)["data"] = data
+
+
+@contextlib.contextmanager
+def open_db(ctx: typer.Context, data: str | None, create: bool = False) -> Iterator[_db.Database]:
+    """The store at ``--data``. Only commands that write may create a new directory."""
+    path = data or (ctx.obj or {}).get("data") or DEFAULT_DATA
+    if not create and not os.path.isdir(path):
+        raise CliError(f"no store at {path!r}; create a table first or pass --data DIR")
+    database = _db.open(path, purge_interval=None)
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+def columns_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def condition_of(expect: Expect, condition: str | None) -> Condition | None:
+    column_condition = parse_filter(condition) if condition is not None else None
+    if expect is Expect.ignore and column_condition is None:
+        return None
+    return Condition(_EXPECT[expect], column_condition)
+
+
+def write_columns(cols: list[str] | None, json_text: str | None) -> dict[str, object]:
+    columns = arg(parse_columns_json, json_text, "--json") if json_text is not None else {}
+    for text in cols or []:
+        name, value = arg(parse_assignment, text, "--col")
+        if name in columns:
+            raise typer.BadParameter(f"column {name!r} is given twice", param_hint="'--col'")
+        columns[name] = value
+    return columns
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console-script entry point. Exits the process with the command's code."""
+    app(args=argv, prog_name="widetable")

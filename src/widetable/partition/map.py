@@ -1,0 +1,169 @@
+"""The partition map of a table: sorted boundary keys and the per-request route.
+
+A table's rows are split into partitions, contiguous ranges of its row keys.
+Partition ``i`` holds the keys in ``[bounds[i-1], bounds[i])``: the first starts
+at the table's first key, the last runs to the table's end. Every boundary is
+a *partition-key prefix* (``layout.partition_prefix``): a row key cut after its
+first primary-key element, so all rows that share a partition-key value fall
+in one partition.
+
+The route runs on every request, so it is one ``bisect`` on a list of bytes
+plus a few counter increments. A split or merge never mutates a map in place:
+it builds new ``(bounds, parts)`` and swaps them in with one assignment, so a
+request sees either the old map or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import deque
+
+from ..errors import PartitionUnavailable, ServerBusy
+from .throttle import TokenBucket
+
+SERVING = "serving"
+SPLITTING = "splitting"
+MERGING = "merging"
+SAMPLE_LIMIT = 16384  # keys kept between two drains of the request sample
+RESERVOIR = 64  # partition-key prefixes kept per partition to choose size splits
+LOAD_SAMPLES = 4096  # recent request prefixes kept per partition to choose load splits
+
+
+class Partition:
+    """One partition: its range, counters and throttle. Counters are approximate.
+
+    ``start`` and ``end`` are row keys (``end`` None for the last partition,
+    ``start`` the table prefix for the first). Counters only grow; rates and
+    windows are derived from them by the statistics and split passes.
+    """
+
+    __slots__ = (
+        "id", "start", "end", "pinned", "created", "state", "guarded", "bucket",
+        "reads", "writes", "bytes_read", "bytes_written", "throttled",
+        "est_bytes", "est_rows", "samples", "seen",
+        "pass_time", "pass_ops", "read_rate", "write_rate", "hot_since", "cold_since",
+        "load_samples", "hot_key",
+    )
+
+    def __init__(self, pid: int, start: bytes, end: bytes | None, created: float, pinned: bool = False) -> None:
+        self.id = pid
+        self.start = start
+        self.end = end
+        self.pinned = pinned  # its start is a pre-split point: never merged away
+        self.created = created
+        self.state = SERVING
+        self.guarded = False  # True when requests must pass admit(): capacity is on
+        self.bucket: TokenBucket | None = None
+        self.reads = self.writes = self.bytes_read = self.bytes_written = self.throttled = 0
+        self.est_bytes = self.est_rows = 0
+        self.samples: list[bytes] = []
+        self.seen = 0
+        self.pass_time = created
+        self.pass_ops = (0, 0)  # reads, writes at pass_time
+        self.read_rate = self.write_rate = 0.0
+        self.hot_since: float | None = None
+        self.cold_since: float | None = None
+        self.load_samples: deque[bytes] = deque(maxlen=LOAD_SAMPLES)
+        self.hot_key: bytes | None = None
+
+    def contains(self, key: bytes) -> bool:
+        return self.start <= key and (self.end is None or key < self.end)
+
+    def __repr__(self) -> str:
+        return f"<Partition {self.id} [{self.start!r}, {self.end!r}) {self.state}>"
+
+
+class Router:
+    """Routes row keys of one table to partitions; counts and (optionally) throttles.
+
+    ``route_read(key)`` / ``route_write(key)`` return the partition and raise
+    ``OTSServerBusy`` when it is over capacity, or ``OTSPartitionUnavailable``
+    while it is being split or merged (both only when capacity is on).
+    """
+
+    def __init__(self, parts: list[Partition]) -> None:
+        self.state: tuple[list[bytes], list[Partition]] = ([], [])
+        self.reserved: TokenBucket | None = None
+        self.sample: deque[bytes] = deque(maxlen=SAMPLE_LIMIT)
+        self._append = self.sample.append
+        self.install(parts)
+
+    def install(self, parts: list[Partition]) -> None:
+        """Swap in a new list of partitions, sorted and contiguous."""
+        self.state = ([p.start for p in parts[1:]], parts)
+
+    @property
+    def parts(self) -> list[Partition]:
+        return self.state[1]
+
+    def find(self, key: bytes) -> Partition:
+        bounds, parts = self.state
+        return parts[bisect_right(bounds, key)]
+
+    def route_read(self, key: bytes) -> Partition:
+        bounds, parts = self.state
+        p = parts[bisect_right(bounds, key)]
+        p.reads += 1
+        self._append(key)
+        if p.guarded:
+            self.admit(p)
+        return p
+
+    def route_write(self, key: bytes) -> Partition:
+        bounds, parts = self.state
+        p = parts[bisect_right(bounds, key)]
+        p.writes += 1
+        self._append(key)
+        if p.guarded:
+            self.admit(p)
+        return p
+
+    def admit(self, p: Partition) -> None:
+        """Let a request into ``p`` or raise the throttling error; counts rejections."""
+        if p.state != SERVING:
+            p.throttled += 1
+            raise PartitionUnavailable(f"partition {p.id} is {p.state}; retry shortly")
+        bucket = p.bucket
+        if bucket is None or bucket.take():
+            return
+        reserved = self.reserved
+        if reserved is not None and reserved.take():
+            return
+        p.throttled += 1
+        raise ServerBusy(
+            f"partition {p.id} is over its capacity of {bucket.rate:g} operations per second"
+        )
+
+    def configure(self, capacity: float, reserved: float) -> None:
+        """Switch per-partition capacity (0 = off) and the table's reserved throughput."""
+        self.reserved = TokenBucket(reserved) if reserved else None
+        for p in self.parts:
+            set_capacity(p, capacity)
+
+
+def set_capacity(p: Partition, capacity: float) -> None:
+    p.bucket = TokenBucket(capacity) if capacity else None
+    p.guarded = bool(capacity)
+
+
+def record_write(p: Partition, key: bytes, new_len: int, old_len: int | None) -> None:
+    """Adjust ``p``'s counters after writing a ``new_len``-byte row blob (0 = deleted).
+
+    ``old_len`` is the blob replaced (0 = none) or None when the write did not
+    read it: then a put counts as a new row and a delete removes one average
+    row. Overwrites by blind puts make the estimate drift up; it is an estimate
+    kept from counters, never a scan.
+    """
+    p.bytes_written += new_len
+    new = new_len + len(key) if new_len else 0
+    if old_len is None:
+        if new:
+            p.est_bytes += new
+            p.est_rows += 1
+        elif p.est_rows > 0:
+            p.est_bytes -= p.est_bytes // p.est_rows
+            p.est_rows -= 1
+        return
+    old = old_len + len(key) if old_len else 0
+    p.est_bytes = max(p.est_bytes + new - old, 0)
+    p.est_rows = max(p.est_rows + (1 if new else 0) - (1 if old else 0), 0)

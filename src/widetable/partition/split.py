@@ -1,0 +1,206 @@
+"""Choosing split keys and applying splits and merges. Metadata only: no data moves.
+
+* **Size.** A partition whose estimated size passes ``split_size`` splits at
+  the median of its sampled partition-key prefixes.
+* **Load** (TiKV's load-based split). A partition whose request rate stays at
+  or above ``split_load`` (or its capacity) for ``split_load_window`` seconds
+  splits at the sampled key that divides the sampled requests most evenly.
+  When one partition-key value carries ``HOT_KEY_SHARE`` of the load no
+  split can help: it is reported as a hot key instead.
+* **Merge.** Two neighbours that stay cold (under ``merge_load``) for
+  ``merge_window`` seconds and together stay under ``min(merge_size,
+  split_size / 2)`` merge back. Pre-split boundaries are never merged away.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .map import MERGING, RESERVOIR, SERVING, SPLITTING, Partition, set_capacity
+from .meta import TablePartitions
+from .stats import TableStats
+
+HOT_KEY_SHARE = 0.8  # one key with this share of the load is a hot key
+MIN_SIDE_SHARE = 0.1  # a load split must move at least this share to the new side
+MIN_LOAD_SAMPLES = 20
+
+
+def choose_load_split(
+    samples: list[bytes], start: bytes, end: bytes | None
+) -> tuple[bytes | None, bytes | None]:
+    """``(split_key, None)``, ``(None, hot_key)`` or ``(None, None)`` from sampled prefixes.
+
+    Each candidate is a sampled prefix; the requests on each side of it are
+    counted and the most even candidate wins, as TiKV's load-based split does.
+    """
+    counts = Counter(k for k in samples if start <= k and (end is None or k < end))
+    total = sum(counts.values())
+    if total < MIN_LOAD_SAMPLES:
+        return None, None
+    top_key, top = counts.most_common(1)[0]
+    if top >= HOT_KEY_SHARE * total:
+        return None, top_key
+    best: tuple[int, bytes] | None = None
+    left = 0
+    for key in sorted(counts):
+        if left and key > start:
+            imbalance = abs(total - 2 * left)
+            if best is None or imbalance < best[0]:
+                best = (imbalance, key)
+        left += counts[key]
+    if best is None:
+        return None, None
+    side = (total - best[0]) / 2
+    if side < MIN_SIDE_SHARE * total:
+        return None, top_key if top >= total / 2 else None
+    return best[1], None
+
+
+def choose_size_split(samples: list[bytes], start: bytes, end: bytes | None) -> bytes | None:
+    """The median sampled prefix, or the next one above the lowest sample, so that
+    both sides hold samples; None when every sample is one partition-key value
+    (it fills the partition, and a value is never split)."""
+    inside = sorted(k for k in samples if start <= k and (end is None or k < end))
+    if not inside:
+        return None
+    first, median = inside[0], inside[len(inside) // 2]
+    if median > first:
+        return median
+    above = [k for k in inside if k > first]
+    return above[0] if above else None
+
+
+def split_partition(
+    tp: TablePartitions, stats: TableStats, p: Partition, key: bytes, reason: str, now: float
+) -> tuple[Partition, Partition]:
+    """Replace ``p`` by ``[p.start, key)`` and ``[key, p.end)``; the caller persists the map."""
+    if not (p.start < key and (p.end is None or key < p.end)):
+        raise ValueError(f"split key {key!r} is not inside partition {p.id}")
+    p.state = SPLITTING
+    left = Partition(tp.allocate_id(), p.start, key, now, p.pinned)
+    right = Partition(tp.allocate_id(), key, p.end, now)
+    below = [s for s in p.samples if s < key]
+    above = [s for s in p.samples if s >= key]
+    frac = len(below) / len(p.samples) if p.samples else 0.5
+    left.est_bytes = int(p.est_bytes * frac)
+    right.est_bytes = p.est_bytes - left.est_bytes
+    left.est_rows = int(p.est_rows * frac)
+    right.est_rows = p.est_rows - left.est_rows
+    left.samples, right.samples = below, above
+    left.seen, right.seen = len(below), len(above)
+    for child in (left, right):
+        set_capacity(child, p.bucket.rate if p.bucket else 0)
+        child.load_samples.extend(s for s in p.load_samples if child.contains(s))
+    stats.retire(p)
+    tp.record([now, "split", reason, [p.id], [left.id, right.id], tp.relative(key)])
+    parts = list(tp.router.parts)
+    i = parts.index(p)
+    parts[i : i + 1] = [left, right]
+    tp.router.install(parts)
+    return left, right
+
+
+def merge_partitions(
+    tp: TablePartitions, stats: TableStats, a: Partition, b: Partition, reason: str, now: float
+) -> Partition:
+    """Replace neighbours ``a`` and ``b`` by one partition; the caller persists the map."""
+    if a.end != b.start:
+        raise ValueError(f"partitions {a.id} and {b.id} are not neighbours")
+    a.state = b.state = MERGING
+    m = Partition(tp.allocate_id(), a.start, b.end, now, a.pinned)
+    m.est_bytes = a.est_bytes + b.est_bytes
+    m.est_rows = a.est_rows + b.est_rows
+    m.samples = sorted(a.samples + b.samples)[::2][:RESERVOIR] if len(a.samples) + len(b.samples) > RESERVOIR else a.samples + b.samples
+    m.seen = len(m.samples)
+    set_capacity(m, a.bucket.rate if a.bucket else 0)
+    stats.retire(a)
+    stats.retire(b)
+    tp.record([now, "merge", reason, [a.id, b.id], [m.id], tp.relative(b.start)])
+    parts = list(tp.router.parts)
+    i = parts.index(a)
+    parts[i : i + 2] = [m]
+    tp.router.install(parts)
+    return m
+
+
+def update_rates(p: Partition, now: float) -> float:
+    """Set ``p``'s read and write rates since the last pass; return its total rate."""
+    dt = now - p.pass_time
+    if dt <= 0:
+        return p.read_rate + p.write_rate
+    reads, writes = p.pass_ops
+    p.read_rate = (p.reads - reads) / dt
+    p.write_rate = (p.writes - writes) / dt
+    p.pass_time, p.pass_ops = now, (p.reads, p.writes)
+    return p.read_rate + p.write_rate
+
+
+def plan_pass(tp: TablePartitions, stats: TableStats, options, now: float, max_changes: int = 64) -> int:
+    """Evaluate one table: load splits, size splits, then merges. Returns events recorded."""
+    before = tp.recorded
+    load_limit = options.split_load or options.capacity
+    changed = 0
+    previous = {p.id: p.pass_time for p in tp.router.parts}
+    rates = {p.id: update_rates(p, now) for p in tp.router.parts}
+    for p in list(tp.router.parts):
+        if changed >= max_changes or p.state != SERVING:
+            continue
+        rate = rates[p.id]
+        if load_limit and rate >= load_limit:
+            p.cold_since = None
+            if p.hot_since is None:
+                p.hot_since = previous[p.id]
+            if now - p.hot_since >= options.split_load_window:
+                key, hot = choose_load_split(list(p.load_samples), p.start, p.end)
+                if key is not None:
+                    split_partition(tp, stats, p, key, "load", now)
+                    changed += 1
+                    continue
+                if hot is not None and hot != p.hot_key:
+                    p.hot_key = hot
+                    tp.record([now, "hot_key", "load", [p.id], [], tp.relative(hot)])
+        else:
+            p.hot_since = None
+            p.hot_key = None
+            p.load_samples.clear()
+            if rate < options.merge_load:
+                if p.cold_since is None:
+                    p.cold_since = previous[p.id]
+            else:
+                p.cold_since = None
+    work = [p for p in tp.router.parts if p.est_bytes > options.split_size]
+    while work and changed < max_changes:
+        p = work.pop()
+        if p.state != SERVING or p not in tp.router.parts:
+            continue
+        key = choose_size_split(p.samples, p.start, p.end)
+        if key is None:
+            continue
+        left, right = split_partition(tp, stats, p, key, "size", now)
+        changed += 1
+        work.extend(c for c in (left, right) if c.est_bytes > options.split_size and c.samples)
+    if changed == 0:
+        changed += _merge_cold(tp, stats, options, now, max_changes)
+    return tp.recorded - before
+
+
+def _merge_cold(tp: TablePartitions, stats: TableStats, options, now: float, limit: int) -> int:
+    small = min(options.merge_size, options.split_size // 2)
+    merged = 0
+    i = 0
+    while i + 1 < len(tp.router.parts) and merged < limit:
+        parts = tp.router.parts
+        a, b = parts[i], parts[i + 1]
+        if (
+            not b.pinned and a.state == SERVING and b.state == SERVING
+            and a.est_bytes + b.est_bytes < small
+            and a.cold_since is not None and b.cold_since is not None
+            and now - max(a.cold_since, b.cold_since) >= options.merge_window
+            and a.created < now and b.created < now
+        ):
+            m = merge_partitions(tp, stats, a, b, "cold", now)
+            m.cold_since = max(a.cold_since, b.cold_since)
+            merged += 1
+            continue
+        i += 1
+    return merged

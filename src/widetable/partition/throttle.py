@@ -1,0 +1,36 @@
+"""Token buckets: the per-partition capacity and the table's reserved throughput.
+
+A bucket holds up to ``burst`` tokens (default: one second of ``rate``) and
+refills at ``rate`` tokens per second. A request takes one token or is
+throttled; the throttled request is counted by the caller and changes nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+
+class TokenBucket:
+    """``take()`` is thread-safe and never blocks."""
+
+    __slots__ = ("rate", "burst", "tokens", "last", "_lock")
+
+    def __init__(self, rate: float, burst: float | None = None) -> None:
+        self.rate = float(rate)
+        self.burst = float(burst if burst is not None else max(rate, 1.0))
+        self.tokens = self.burst
+        self.last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self, n: float = 1.0) -> bool:
+        """Take ``n`` tokens if there are that many; return whether it did."""
+        with self._lock:
+            now = time.monotonic()
+            tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+            self.last = now
+            if tokens >= n:
+                self.tokens = tokens - n
+                return True
+            self.tokens = tokens
+            return False

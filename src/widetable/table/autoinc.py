@@ -1,0 +1,127 @@
+"""Auto-increment key columns: values the store assigns, unique and increasing per partition key.
+
+A table may declare one non-first INTEGER key column auto-increment. A put that
+passes ``AUTO_INCREMENT`` for it gets a value that is unique and strictly
+increasing among all values given out for the same partition-key value (the
+first key column), as in Tablestore; values are not consecutive.
+
+The value is ``max(last + 1, now in microseconds)``. ``last`` is kept per
+(table, partition-key value) in the auto-increment keyspace (``layout``) and
+is written in the same engine batch as the row, so a value that a crash could
+hand out again never reached a row. Values are assigned under a per-counter
+lock, taken before the row's lock (never the other way round).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ..errors import ParameterInvalid
+from ..keys import codec, layout
+from .filters import as_condition
+from .row import WriteResult
+from .schema import AUTO_INCREMENT
+from .values import INT64_MAX, now_ms
+
+if TYPE_CHECKING:
+    from .table import Table
+
+_COUNTER_LOCKS = 256
+
+
+def encode_counter(value: int) -> bytes:
+    """DO NOT CHANGE: embedded in on-disk data (int64, big-endian, two's complement)."""
+    return value.to_bytes(8, "big", signed=True)
+
+
+def decode_counter(raw: bytes) -> int:
+    return int.from_bytes(raw, "big", signed=True)
+
+
+class AutoIncrementCounters:
+    """The last value given out per counter key, cached over the engine. One per Database."""
+
+    def __init__(self, engine) -> None:
+        self._engine = engine
+        self._last: dict[bytes, int] = {}
+        self._locks = [threading.Lock() for _ in range(_COUNTER_LOCKS)]
+
+    def lock(self, counter_key: bytes) -> threading.Lock:
+        return self._locks[hash(counter_key) % _COUNTER_LOCKS]
+
+    def last(self, counter_key: bytes) -> int | None:
+        """The last value given out (None if none). Caller holds ``lock(counter_key)``."""
+        if counter_key in self._last:
+            return self._last[counter_key]
+        raw = self._engine.get(counter_key)
+        return None if raw is None else decode_counter(raw)
+
+    def next_value(self, counter_key: bytes) -> int:
+        """A value above every one given out. Caller holds the lock, then calls ``note``."""
+        last = self.last(counter_key)
+        value = time.time_ns() // 1000
+        if last is not None and value <= last:
+            value = last + 1
+        if value > INT64_MAX:
+            raise ParameterInvalid("auto-increment values are exhausted for this partition key")
+        return value
+
+    def note(self, counter_key: bytes, value: int) -> None:
+        """Record that ``value`` is written (with its row). Caller holds the lock."""
+        last = self._last.get(counter_key)
+        if last is None or value > last:
+            self._last[counter_key] = value
+
+
+def counter_key(table: Table, partition_value: object) -> bytes:
+    schema = table.schema
+    element = codec.encode_element(partition_value, schema.pk_types[0], schema.pk_names[0])  # type: ignore[arg-type]
+    return layout.auto_increment_key(schema.table_id, element)
+
+
+def put_row(table: Table, pk: object, columns: object, condition: object) -> WriteResult:
+    """``Table.put_row`` for a table with an auto-increment column.
+
+    With ``AUTO_INCREMENT`` in that column the row gets a new value, returned in
+    ``WriteResult.primary_key``. A concrete value writes that row (say, one read
+    back or restored from an export); a value above the counter raises it in
+    the same batch, so later assigned values never land on that row.
+    """
+    values = list(table.normalize_pk(pk))
+    index = table._auto_index
+    assert index is not None
+    for i, v in enumerate(values):
+        if v is AUTO_INCREMENT and i != index:
+            raise ParameterInvalid(
+                f"primary key column {table._names[i]!r} is not auto-increment; got AUTO_INCREMENT"
+            )
+    assign = values[index] is AUTO_INCREMENT
+    if not assign:
+        table._key(tuple(values))  # check the concrete key before taking any lock
+    cond = as_condition(condition)
+    counters = table._db._autoinc
+    ckey = counter_key(table, values[0])
+    engine = table._engine
+    with counters.lock(ckey):
+        last = counters.last(ckey)
+        if assign:
+            values[index] = counters.next_value(ckey)
+        value = values[index]
+        pk_tuple, key = table._key(tuple(values))
+        blob = table.encode_put(pk_tuple, columns)
+        part = table._route_write(key)  # the partition layer's hook: route, count, throttle
+        # No transaction check: local transactions refuse auto-increment tables.
+        with table._lock(key):
+            if cond is not None and cond.needs_row:
+                table._check_condition(pk_tuple, engine.get(key), cond, now_ms())
+            batch = engine.batch()
+            batch.put(key, blob)
+            if last is None or value > last:
+                batch.put(ckey, encode_counter(value))
+            engine.write(batch)
+        counters.note(ckey, value)
+    table._record_write(part, key, len(blob), None)
+    return WriteResult(pk_tuple)
+

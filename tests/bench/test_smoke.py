@@ -1,0 +1,65 @@
+"""Smoke runs of the benchmark harness at tiny sizes (bench/ is not a test suite: figures
+are not checked here, only that every workload runs on every system and reports).
+
+PostgreSQL is left out on purpose: the full ``python -m bench`` run tries it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import bench
+from bench import bigtable, core, ycsb
+from bench.cli import parse_workloads
+
+SYSTEMS = ("widetable", "rocksdict", "sqlite")
+
+
+def test_bench_smoke_every_workload_and_system(tmp_path: Path) -> None:
+    argv = ["--records", "200", "--operations", "200", "--systems", ",".join(SYSTEMS)]
+    assert bench.main([*argv, "--workloads", "all", "--out", str(tmp_path)]) == 0
+
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["skipped"] == {}
+    got = {(r["suite"], r["workload"], r["system"]): r for r in doc["results"]}
+    expected = [("ycsb", w) for w in ("load", *ycsb.RUN_ORDER)]
+    expected += [("bigtable", e) for e in bigtable.EXPERIMENTS]
+    for suite, workload in expected:
+        for system in SYSTEMS:
+            result = got[(suite, workload, system)]
+            assert result["throughput"] > 0, (suite, workload, system)
+            assert result["misses"] == 0, (suite, workload, system)
+    assert {t["status"] for t in doc["targets"]} <= {"reached", "missed", "n/a"}
+    assert (tmp_path / "results.png").stat().st_size > 0
+
+
+def test_core_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "core.json"
+    argv = ["--rows", "600", "--gets", "300", "--range-rows", "300", "--rounds", "1"]
+    assert core.main([*argv, "--json", str(out)]) == 0
+    measures = json.loads(out.read_text())
+    assert [m["name"] for m in measures] == ["batch_write_row load", "get_row", "range read"]
+    assert all(m["widetable_per_s"] > 0 and m["raw_per_s"] > 0 for m in measures)
+    assert all(m["status"] in ("PASS", "MISS") for m in measures)
+
+
+def test_ycsb_keys_match_ycsb() -> None:
+    # The first keys of every YCSB load with insertorder=hashed.
+    assert ycsb.build_key_name(0) == "user6284781860667377211"
+    assert ycsb.build_key_name(1) == "user8517097267634966620"
+
+
+def test_ycsb_ops_are_identical_for_the_same_seed() -> None:
+    a = ycsb.generate_ops(ycsb.WORKLOADS["E"], 1000, 300, seed=7)
+    assert a == ycsb.generate_ops(ycsb.WORKLOADS["E"], 1000, 300, seed=7)
+    scans = [arg for code, _, arg in a if code == ycsb.SCAN]
+    assert scans and all(1 <= n <= ycsb.MAX_SCAN_LENGTH for n in scans)
+
+
+def test_unknown_workload_is_rejected() -> None:
+    assert parse_workloads("a,scans") == (["A"], ["scans"])
+    with pytest.raises(ValueError, match="'G'"):
+        parse_workloads("G")

@@ -1,0 +1,231 @@
+"""Partitions on both engines: pre-split, describe, routing, stats, throttling, retries."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import widetable
+from tests.conftest import ENGINES, open_store
+from widetable.errors import WidetableError
+from widetable.keys import layout
+from widetable.keys.builders import hash_prefix
+from widetable.partition import Retrier
+
+HEX = list("123456789abcdef")
+
+
+@pytest.fixture(params=ENGINES)
+def store(request, tmp_path):
+    db = open_store(tmp_path / "store", request.param, maintenance_interval=None)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def test_presplit_into_16_hex_prefixes_and_describe(store) -> None:
+    t = store.create_table("logs", [("k", "STRING")], split_points=HEX)
+    for i in range(320):
+        t.put_row((hash_prefix(i),), {"v": i})
+    d = store.describe_table("logs")
+    assert [p.start for p in d.partitions] == [None, *HEX]
+    assert [p.end for p in d.partitions] == [*HEX, None]
+    assert sum(p.rows for p in d.partitions) == 320
+    assert all(p.bytes > 0 and p.state == "serving" for p in d.partitions)
+    assert d.split_history[0].reason == "pre-split"
+    # every row sits in the partition describe_table says holds its key
+    for p in d.partitions:
+        assert p.rows > 5  # md5 prefixes spread: 320 rows over 16 partitions
+
+
+def test_split_points_are_validated_before_anything_is_written(store) -> None:
+    with pytest.raises(WidetableError) as e:
+        store.create_table("bad", [("k", "INTEGER")], split_points=["x"])
+    assert e.value.code == "OTSInvalidPK"
+    with pytest.raises(WidetableError):
+        store.create_table("dup", [("k", "STRING")], split_points=["a", "a"])
+    with pytest.raises(WidetableError) as e:
+        store.create_table("opt", [("k", "STRING")], no_such_option=1)
+    assert e.value.code == "OTSParameterInvalid"
+    assert store.list_tables() == []
+
+
+def test_one_partition_key_value_never_spans_two_partitions(store) -> None:
+    t = store.create_table("t", [("user", "STRING"), ("n", "INTEGER")], split_points=["m"])
+    store.split_partition("t", "u")
+    parts = store.describe_table("t").partitions
+    for user in ("a", "m", "mm", "u", "zz"):
+        keys = [t._prefix + t._encode((user, n)) for n in (-(2**63), 0, 2**63 - 1)]
+        router = store._partitions.partitions(t).router
+        assert len({router.find(k).id for k in keys}) == 1
+    assert [p.start for p in parts] == [None, "m", "u"]
+
+
+def test_partition_map_and_history_survive_reopen(tmp_path) -> None:
+    db = open_store(tmp_path / "s", "rocksdb", maintenance_interval=None)
+    t = db.create_table("t", [("k", "INTEGER")], split_points=[100, 200], capacity=1000)
+    for i in range(300):
+        t.put_row((i,), {"v": i})
+    db.split_partition("t", 150)
+    db.close()
+    db = open_store(tmp_path / "s", "rocksdb", maintenance_interval=None)
+    d = db.describe_table("t")
+    assert [p.start for p in d.partitions] == [None, 100, 150, 200]
+    assert [e.reason for e in d.split_history] == ["pre-split", "manual"]
+    assert d.split_history[1].key == 150
+    assert d.options.capacity == 1000
+    assert sum(p.rows for p in d.partitions) == 300
+    db.close()
+
+
+def test_stats_count_reads_writes_and_survive_restart(tmp_path) -> None:
+    db = open_store(tmp_path / "s", "rocksdb", maintenance_interval=None)
+    t = db.create_table("t", [("k", "STRING")], split_points=["m"])
+    for i in range(50):
+        t.put_row((f"a{i}",), {"v": "x" * 10})
+    for _ in range(3):
+        t.get_row(("a1",))
+    t.get_row(("z",))
+    s = db.table_stats("t")
+    rows = [r for b in s["buckets"] for r in b["partitions"]]
+    first = [r for r in rows if r["start"] is None]
+    assert sum(r["writes"] for r in first) == 50
+    assert sum(r["reads"] for r in first) == 3
+    assert sum(r["reads"] for r in rows if r["start"] == "m") == 1
+    assert sum(r["bytes_written"] for r in first) > 0 and sum(r["bytes_read"] for r in first) > 0
+    key, count = first[0]["hot_keys"][0]
+    assert key == ("a1",) and count >= 4  # space-saving counts are upper bounds
+    db.close()
+    db = open_store(tmp_path / "s", "rocksdb", maintenance_interval=None)
+    s = db.table_stats("t")
+    assert sum(r["writes"] for b in s["buckets"] for r in b["partitions"]) == 50
+    assert db._engine.get(layout.partition_key(db.table("t").schema.table_id, layout.PARTITION_MAP))
+    db.delete_table("t")
+    start, end = layout.stats_range(1)
+    assert list(db._engine.scan(start, end)) == []
+    db.close()
+
+
+def test_stats_retention_drops_old_buckets(store) -> None:
+    t = store.create_table("t", [("k", "STRING")], stats_retention=5)
+    tp = store._partitions.partitions(t)
+    old = layout.stats_key(tp.table_id, 1000)
+    store._engine.put(old, b"\x90")
+    t.put_row(("a",), {"v": 1})
+    store._partitions.flush()
+    assert store._engine.get(old) is None
+
+
+def test_throttling_fires_over_capacity_and_retry_gets_through(store) -> None:
+    t = store.create_table("t", [("k", "STRING")], capacity=50)
+    errors = 0
+    for i in range(200):
+        try:
+            t.put_row((f"k{i}",), {"v": i})
+        except WidetableError as exc:
+            assert exc.code == "OTSServerBusy"
+            errors += 1
+    assert errors > 100
+    throttled = sum(r["throttled"] for b in store.table_stats("t")["buckets"] for r in b["partitions"])
+    assert throttled == errors
+    retrier = Retrier(max_attempts=50, base_delay=0.01, max_delay=0.05, seed=1)
+    rt = retrier.wrap(t)
+    for i in range(120):
+        rt.put_row((f"r{i}",), {"v": i})
+    assert retrier.retries > 0 and retrier.gave_up == 0
+    assert all(rt.get_row((f"r{i}",)) is not None for i in range(0, 120, 7))
+
+
+def test_reserved_throughput_lends_capacity(store) -> None:
+    t = store.create_table("t", [("k", "STRING")], capacity=10, reserved_throughput=100)
+    ok = 0
+    for i in range(100):
+        try:
+            t.put_row((f"k{i}",), {"v": i})
+            ok += 1
+        except WidetableError:
+            pass
+    assert 100 >= ok >= 100  # 10 of its own + 100 borrowed cover the burst
+
+
+def test_capacity_can_be_switched_on_and_off(store) -> None:
+    t = store.create_table("t", [("k", "STRING")])
+    for i in range(500):
+        t.put_row((f"k{i}",), {"v": i})  # off by default: never throttled
+    store.update_table("t", capacity=5)
+    with pytest.raises(WidetableError):
+        for i in range(50):
+            t.get_row((f"k{i}",))
+    store.update_table("t", capacity=0)
+    for i in range(500):
+        t.get_row((f"k{i}",))
+    assert store.describe_table("t").options.max_versions == 1
+
+
+def test_partition_unavailable_while_splitting_is_retried(store) -> None:
+    t = store.create_table("t", [("k", "STRING")], capacity=10_000)
+    p = store._partitions.partitions(t).router.parts[0]
+    p.state = "splitting"
+    with pytest.raises(WidetableError) as e:
+        t.put_row(("a",), {"v": 1})
+    assert e.value.code == "OTSPartitionUnavailable"
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        if len(slept) == 3:
+            p.state = "serving"
+
+    r = Retrier(sleep=sleep, seed=3)
+    r.call(t.put_row, ("a",), {"v": 1})
+    assert r.retries == 3 and t.get_row(("a",))["v"] == 1
+    assert all(0 <= s <= 0.005 * 2**i for i, s in enumerate(slept))
+
+
+def test_batch_write_rows_throttled_one_by_one(store) -> None:
+    store.create_table("t", [("k", "STRING")], capacity=20)
+    results = store.batch_write_row([("t", "put", (f"k{i}",), {"v": i}) for i in range(100)])
+    codes = {r.error.code for r in results if r.error is not None}
+    assert codes == {"OTSServerBusy"}
+    retrier = Retrier(max_attempts=40, base_delay=0.02, max_delay=0.2, seed=2)
+    results = retrier.batch_write_row(store, [("t", "put", (f"b{i}",), {"v": i}) for i in range(60)])
+    assert all(r.error is None for r in results)
+    assert retrier.retries > 0
+
+
+def test_split_point_apis(store) -> None:
+    t = store.create_table("t", [("k", "STRING"), ("n", "INTEGER")], split_points=["g", "p"])
+    rows = [(f"{chr(97 + i % 26)}{i:04d}", i) for i in range(2000)]
+    for i in range(0, len(rows), 200):
+        store.batch_write_row([("t", "put", pk, {"v": "x" * 50}) for pk in rows[i : i + 200]])
+    store.maintain_partitions("t")
+    total = sum(p.bytes for p in store.describe_table("t").partitions)
+    ranges = store.compute_split_points_by_size("t", total // 8)
+    assert 5 <= len(ranges) <= 20
+    got = []
+    for r in ranges:
+        got += [row.primary_key for row in t.scan(r.start, r.end)]
+    assert got == sorted(rows)
+    samples = store.sample_row_keys("t")
+    offsets = [o for _, o in samples]
+    assert offsets == sorted(offsets) and samples[-1] == ((), total)
+    assert [k for k, _ in samples[:-1]] == sorted(k for k, _ in samples[:-1])
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_parallel_scan_returns_every_row_once(store, ordered: bool) -> None:
+    t = store.create_table("t", [("k", "STRING")], split_points=HEX)
+    keys = [hash_prefix(i) for i in range(3000)]
+    for i in range(0, len(keys), 200):
+        store.batch_write_row([("t", "put", (k,), {"v": 1}) for k in keys[i : i + 200]])
+    got = [r.primary_key[0] for r in store.parallel_scan("t", workers=4, ordered=ordered)]
+    assert sorted(got) == sorted(keys)
+    if ordered:
+        assert got == sorted(keys)
+    # stopping early leaves no worker behind
+    it = store.parallel_scan("t", workers=3)
+    assert next(it) is not None
+    it.close()
+    assert not [th for th in threading.enumerate() if th.name.startswith("widetable-scan")]
