@@ -163,6 +163,13 @@ def _profiler(console: Console) -> Any:
     return Profiler(interval=0.0005)
 
 
+def _settle(workdir: Path) -> None:
+    """Remove a finished system's data and flush dirty pages, so that writeback of
+    one system's files does not land in the next system's timings."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.sync()
+
+
 def _load_average() -> float | None:
     try:
         return os.getloadavg()[0]
@@ -220,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - one broken system must not hide the others
                 skipped[name] = f"failed: {type(exc).__name__}: {exc}"
                 console.print(f"  [red]failed:[/red] {traceback.format_exc()}")
+            _settle(root / name)
     except KeyboardInterrupt:
         console.print("[red]interrupted[/red]: servers stopped, temporary data removed")
         return 130

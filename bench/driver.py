@@ -4,6 +4,8 @@
 * A warm-up slice at the head of each list runs untimed.
 * Each timed op is bracketed by ``time.perf_counter_ns`` for latency; throughput is
   timed ops over the wall time of the whole timed loop, loop overhead included.
+* Systems run one after another; between two, the finished one's files are removed
+  and ``os.sync()`` flushes dirty pages, so its writeback is not timed in the next.
 * ``gc.collect()`` runs before each phase, never inside one, and the caller
   ``gc.freeze()``s the pre-generated ops so that collections during a phase do not
   walk the harness's own data.

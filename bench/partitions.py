@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -65,6 +66,7 @@ def lookup_overhead(rows: int = 50_000, reads: int = 20_000, rounds: int = 15) -
             db._partitions.partitions(t).router.sample.clear()
     partitions = len(db.describe_table("many").partitions)
     db.close()
+    shutil.rmtree(path, ignore_errors=True)
     return {
         "partitions": partitions,
         "reads_per_sec_1_partition": best["one"],
@@ -123,6 +125,7 @@ def split_latency(size_mb: int, value_bytes: int = 4000, splits: int = 5) -> dic
     w.join()
     parts = len(db.describe_table("big").partitions)
     db.close()
+    shutil.rmtree(path, ignore_errors=True)
     return {
         "size_mb": size_mb,
         "rows": n_rows,

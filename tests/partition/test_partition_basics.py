@@ -6,7 +6,6 @@ import threading
 
 import pytest
 
-import widetable
 from tests.conftest import ENGINES, open_store
 from widetable.errors import WidetableError
 from widetable.keys import layout

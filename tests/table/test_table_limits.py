@@ -49,11 +49,28 @@ def test_bad_table_name(db, name) -> None:
 
 @pytest.mark.parametrize("name", GOOD_NAMES)
 def test_good_names_everywhere(db, name) -> None:
-    t = db.create_table(name, [(name, "STRING")])
+    db.create_table("pk_" + name[:200], [(name, "STRING")])
+    t = db.create_table(name, [("pk" if name != "pk" else "pk2", "STRING")])
     t.put_row("k", {name: 1})
     t.update_row("k", increment={name: 1})
     assert t.get_row("k", columns=[name], filter=col(name) == 2)[name] == 2
-    assert db.list_tables() == [name]
+    assert db.list_tables() == sorted([name, "pk_" + name[:200]])
+
+
+def test_attribute_column_may_not_reuse_a_primary_key_name(db) -> None:
+    t = db.create_table("clash", [("k", "STRING"), ("seq", "INTEGER")])
+    t.put_row(("a", 1), {"v": 1})
+    for call in (
+        lambda: t.put_row(("a", 1), {"seq": 1}),
+        lambda: t.put_row(("a", 1), [("k", "x")]),
+        lambda: t.update_row(("a", 1), put={"seq": 2}),
+        lambda: t.update_row(("a", 1), increment={"seq": 1}),
+    ):
+        with pytest.raises(WidetableError) as info:
+            call()
+        assert info.value.code == "OTSParameterInvalid"
+        assert "primary key" in info.value.message
+    assert t.get_row(("a", 1)).columns == {"v": 1}
 
 
 @pytest.mark.parametrize("name", [*BAD_NAMES, 5, None])
@@ -152,10 +169,10 @@ def test_primary_key_value_1kb_limit(db, t) -> None:
 
 
 def test_attribute_value_2mb_limit(db, t) -> None:
-    t.put_row(PK, {"b": b"\x01" * MB2, "s": "s" * MB2})
+    t.put_row(PK, {"bin": b"\x01" * MB2, "str": "s" * MB2})
     t.update_row(PK, put={"e": "é" * (MB2 // 2)})
     row = t.get_row(PK)
-    assert len(row["b"]) == MB2 and len(row["s"]) == MB2 and len(row["e"]) == MB2 // 2
+    assert len(row["bin"]) == MB2 and len(row["str"]) == MB2 and len(row["e"]) == MB2 // 2
     for value in (b"\x01" * (MB2 + 1), "s" * (MB2 + 1), "é" * (MB2 // 2) + "x"):
         rejects(db, "OTSParameterInvalid", t.put_row, PK, {"big": value}, names=["'big'"])
         rejects(db, "OTSParameterInvalid", t.put_row, PK, [("big", value)], names=["'big'"])

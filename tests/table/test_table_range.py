@@ -109,7 +109,7 @@ def test_string_keys_with_nul_and_unicode(table) -> None:
     t = table()
     keys = ["", "\x00", "a", "a\x00", "a\x00b", "ab", "é", "\U0001f600"]
     for k in keys:
-        t.put_row(k, {"k": k})
+        t.put_row(k, {"key": k})
     assert pks(t.scan()) == [(k,) for k in sorted(keys, key=lambda s: s.encode())]
 
 
@@ -215,13 +215,13 @@ def test_4mb_cap(table) -> None:
     t = table(pk=[("i", "INTEGER")])
     blob = b"x" * (1024 * 1024)
     for i in range(10):
-        t.put_row((i,), {"blob": blob, "i": i})
+        t.put_row((i,), {"blob": blob, "n": i})
     page = t.get_range(INF_MIN, INF_MAX)
     assert 1 <= len(page) <= 4
     assert sum(len(r["blob"]) for r in page) <= 4 * 1024 * 1024 + 64 * 1024
     assert page.next_start_primary_key == (len(page),)
-    assert [r["i"] for r in t.scan()] == list(range(10))
-    assert [r["i"] for r in t.scan(direction="backward")] == list(range(9, -1, -1))
+    assert [r["n"] for r in t.scan()] == list(range(10))
+    assert [r["n"] for r in t.scan(direction="backward")] == list(range(9, -1, -1))
 
 
 def test_range_bound_type_errors(grid, db) -> None:

@@ -269,12 +269,6 @@ def export_csv(
     with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
         count = 0
         for row in rows:
-            clash = set(row.columns) & set(pk_names)
-            if clash:
-                raise CliError(
-                    f"row {list(row.primary_key)!r} has an attribute column named like the "
-                    f"primary key column {min(clash)!r}; CSV cannot hold it, use JSONL"
-                )
             attrs.update(row.columns)
             spool.write(_row_line(row))
             count += 1

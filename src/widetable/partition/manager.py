@@ -141,7 +141,7 @@ class PartitionManager:
         return infos, tp.events()
 
     def stats(self, table: Table, since: float | None, until: float | None) -> dict:
-        _, tp, stats = self._entry(table)
+        stats = self._entry(table)[2]
         with self._lock:
             stats.drain()
             report = stats.report(self._engine, since, until)

@@ -38,11 +38,31 @@ class Partition:
     """
 
     __slots__ = (
-        "id", "start", "end", "pinned", "created", "state", "guarded", "bucket",
-        "reads", "writes", "bytes_read", "bytes_written", "throttled",
-        "est_bytes", "est_rows", "samples", "seen",
-        "pass_time", "pass_ops", "read_rate", "write_rate", "hot_since", "cold_since",
-        "load_samples", "hot_key",
+        "bucket",
+        "bytes_read",
+        "bytes_written",
+        "cold_since",
+        "created",
+        "end",
+        "est_bytes",
+        "est_rows",
+        "guarded",
+        "hot_key",
+        "hot_since",
+        "id",
+        "load_samples",
+        "pass_ops",
+        "pass_time",
+        "pinned",
+        "read_rate",
+        "reads",
+        "samples",
+        "seen",
+        "start",
+        "state",
+        "throttled",
+        "write_rate",
+        "writes",
     )
 
     def __init__(self, pid: int, start: bytes, end: bytes | None, created: float, pinned: bool = False) -> None:

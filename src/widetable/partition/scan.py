@@ -135,7 +135,6 @@ def parallel_scan(
         for p in tp.router.parts
     ]
     stop = threading.Event()
-    kw = {"columns": columns, "filter": filter, "max_versions": max_versions}
     shared: queue.Queue = queue.Queue(maxsize=workers * 4)
     queues = [queue.Queue(maxsize=4) for _ in ranges] if ordered else [shared] * len(ranges)
 
@@ -152,7 +151,10 @@ def parallel_scan(
         q = queues[i]
         try:
             chunk: list = []
-            for row in table.scan(ranges[i][0], ranges[i][1], **kw):
+            rows = table.scan(
+                ranges[i][0], ranges[i][1], columns=columns, filter=filter, max_versions=max_versions
+            )
+            for row in rows:
                 chunk.append(row)
                 if len(chunk) >= _CHUNK:
                     if not put(q, chunk):
@@ -161,7 +163,7 @@ def parallel_scan(
             if chunk and not put(q, chunk):
                 return
             put(q, None)
-        except BaseException as exc:  # hand the error to the consumer
+        except BaseException as exc:  # noqa: BLE001 - any failure is handed to the consumer
             put(q, exc)
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="widetable-scan")

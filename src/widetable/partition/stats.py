@@ -34,7 +34,7 @@ HOT_KEYS = 8
 class SpaceSaving:
     """Top-k heavy hitters in O(k) memory (Metwally et al.); counts are upper bounds."""
 
-    __slots__ = ("k", "counts")
+    __slots__ = ("counts", "k")
 
     def __init__(self, k: int = HOT_KEYS) -> None:
         self.k = k
@@ -195,7 +195,7 @@ class TableStats:
 def _decode_key(rel: bytes) -> object:
     try:
         return codec.decode_tuple(rel)
-    except Exception:  # a sampled key that is not a full row key
+    except Exception:  # noqa: BLE001 - a sampled key that is not a full row key
         return rel
 
 

@@ -14,7 +14,7 @@ import time
 class TokenBucket:
     """``take()`` is thread-safe and never blocks."""
 
-    __slots__ = ("rate", "burst", "tokens", "last", "_lock")
+    __slots__ = ("_lock", "burst", "last", "rate", "tokens")
 
     def __init__(self, rate: float, burst: float | None = None) -> None:
         self.rate = float(rate)

@@ -104,6 +104,7 @@ class Table:
         self.name = schema.name
         self._prefix = layout.table_prefix(schema.table_id)
         self._names = schema.pk_names
+        self._pk_name_set = frozenset(schema.pk_names)
         self._types = schema.pk_types
         self._encode = codec.make_encoder(self._types, self._names)
         self._options = schema.options
@@ -357,9 +358,20 @@ class Table:
         if type(columns) is dict:
             latest = plain_cells(columns)
             if latest is not None:
+                if not self._pk_name_set.isdisjoint(latest):
+                    self._reject_pk_names(latest)
                 return rowcodec.encode_latest(pk, latest, now)
         cells = normalize_cells(columns, now, self._options.max_time_deviation)
+        self._reject_pk_names([c[0] for c in cells])
         return self._encode_new_row(pk, cells, now)
+
+    def _reject_pk_names(self, names: object) -> None:
+        """Attribute columns may not reuse a primary-key column's name, as in Tablestore."""
+        clash = sorted(self._pk_name_set.intersection(names))  # type: ignore[arg-type]
+        if clash:
+            raise ParameterInvalid(
+                f"attribute column {clash[0]!r} has the name of a primary key column"
+            )
 
     def _encode_new_row(self, pk: tuple, cells: list, now: int) -> bytes:
         names = {c[0] for c in cells}
@@ -405,6 +417,9 @@ class Table:
             raise ParameterInvalid("update_row needs put, delete_version, delete_column or increment")
         if total > MAX_COLUMNS_PER_WRITE:
             raise OutOfColumnCountLimit(f"{total} column operations; the limit is {MAX_COLUMNS_PER_WRITE}")
+        self._reject_pk_names(
+            [c[0] for c in puts] + [n for n, _ in incs] + del_columns + [n for n, _ in del_versions]
+        )
         clash = {n for n, _ in incs} & ({c[0] for c in puts} | set(del_columns))
         if clash:
             raise ParameterInvalid(f"column {sorted(clash)[0]!r} is both incremented and written in one update")
