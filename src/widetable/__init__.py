@@ -10,6 +10,7 @@
     t.get_row(("u1", 1))["amount"]
 """
 
+from .client import connect
 from .db import Database, TableDescription, open
 from .errors import WidetableError
 from .keys.codec import BINARY, INF_MAX, INF_MIN, INTEGER, STRING
@@ -62,6 +63,7 @@ __all__ = [
     "WidetableError",
     "WriteResult",
     "col",
+    "connect",
     "open",
     "parse_filter",
 ]

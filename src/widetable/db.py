@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, WidetableError, describe
+from .index.manager import IndexDescription, IndexManager
+from .index.verify import IndexReport
 from .keys import layout
 from .partition import scan as partition_scan
 from .partition.manager import PartitionInfo, PartitionManager
 from .partition.meta import PartitionEvent
 from .storage import Engine, open_engine
+from .stream import api as stream_api
 from .table import rowcodec
 from .table.autoinc import AutoIncrementCounters
 from .table.batch import batch_get_row, batch_write_row
@@ -28,6 +32,7 @@ from .table.schema import (
     TableOptions,
     TableSchema,
     check_auto_increment,
+    check_defined_columns,
     check_partition_options,
     check_name,
     check_primary_key,
@@ -52,6 +57,10 @@ class TableDescription:
     auto_increment: str | None = None  # the auto-increment key column, if any
     partitions: list[PartitionInfo] = field(default_factory=list)  # in key order
     split_history: list[PartitionEvent] = field(default_factory=list)  # oldest first
+    defined_columns: list[tuple[str, str]] = field(default_factory=list)  # predefined columns
+    stream: bool = False
+    stream_retention: int = 86400  # seconds change records are kept
+    indexes: list[IndexDescription] = field(default_factory=list)  # with each global one's lag
 
 
 class Database:
@@ -62,7 +71,10 @@ class Database:
         engine: Engine,
         purge_interval: float | None = DEFAULT_PURGE_INTERVAL,
         maintenance_interval: float | None = DEFAULT_MAINTENANCE_INTERVAL,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """``clock`` (unix seconds) drives partition passes, statistics and throttling
+        instead of the wall clock: simulators pass a virtual one (widetable.design)."""
         self._engine = engine
         self._row_locks = [threading.Lock() for _ in range(ROW_LOCK_STRIPES)]
         self._ddl_lock = threading.RLock()
@@ -72,12 +84,15 @@ class Database:
         self._txn_locks = self._txns.locks  # shared with every Table: empty = no checks
         self._autoinc = AutoIncrementCounters(engine)
         self.path = getattr(engine, "path", None)
-        self._partitions = PartitionManager(engine)
+        self._partitions = PartitionManager(engine, clock)
+        self._indexes = IndexManager(self)  # change feeds, secondary indexes, their applier
+        self._indexer = self._indexes.indexer
         start, end = layout.catalog_range()
         for _, value in engine.scan(start, end):
             schema = TableSchema.from_json(value)
             self._tables[schema.name] = Table(self, schema)
             self._partitions.open_table(self._tables[schema.name])
+            self._indexes.open_table(self._tables[schema.name])
         self._stop = threading.Event()
         self._purger: threading.Thread | None = None
         if purge_interval:
@@ -105,6 +120,7 @@ class Database:
             return
         self._stop.set()
         self._txns.close()
+        self._indexes.close()
         if self._purger is not None:
             self._purger.join(timeout=10)
         if self._maintainer is not None:
@@ -132,10 +148,17 @@ class Database:
         ttl: int | None = None,
         max_time_deviation: int = DEFAULT_MAX_TIME_DEVIATION,
         split_points: list | None = None,
+        defined_columns: list | None = None,
+        stream: bool = False,
+        stream_retention: int = 86400,
         **partition_options: float,
     ) -> Table:
         """Create a table. Raises ``OTSObjectAlreadyExist`` if the name is taken.
 
+        ``defined_columns`` (``[(name, type)]``, attribute types) are typed predefined
+        columns: writes of another type fail, and indexes may use them. ``stream``
+        turns on the change stream (``list_stream``, ``get_stream_record``), whose
+        records are kept ``stream_retention`` seconds (24 h).
         ``split_points`` (partition-key values) pre-split it into partitions.
         ``partition_options`` are the TableOptions of partitions: ``capacity``
         (operations per second per partition, 0 = unlimited), ``reserved_throughput``,
@@ -150,12 +173,15 @@ class Database:
             max_versions, normalize_ttl(ttl), max_time_deviation,  # type: ignore[arg-type]
             **check_partition_options(partition_options),  # type: ignore[arg-type]
         ).checked()
+        defined = check_defined_columns(defined_columns, pk)
+        retention = _check_retention(stream_retention)
         with self._ddl_lock:
-            if name in self._tables:
+            if name in self._tables or name in self._indexes.views:
                 raise ObjectAlreadyExist(f"table {name!r} already exists")
             table_id = self._next_table_id()
             schema = TableSchema(
-                name, table_id, pk, options, time.time(), auto_increment=auto_increment
+                name, table_id, pk, options, time.time(), auto_increment=auto_increment,
+                defined_columns=defined, stream=bool(stream), stream_retention=retention,
             )
             batch = self._engine.batch()
             batch.put(layout.counter_key("table_id"), table_id.to_bytes(8, "big"))
@@ -165,6 +191,8 @@ class Database:
             table = Table(self, schema)
             self._partitions.open_table(table, partitions)
             self._tables[name] = table
+            if stream:
+                self._indexes.configure(table)
             return table
 
     def _next_table_id(self) -> int:
@@ -175,12 +203,25 @@ class Database:
         return last + 1
 
     def table(self, name: str) -> Table:
-        """The table called ``name``; raises ``OTSObjectNotExist`` if there is none."""
+        """The table called ``name``; raises ``OTSObjectNotExist`` if there is none.
+
+        An index's name gives a read-only view of the index (``widetable.index.view``).
+        """
         self._check_open()
         try:
             return self._tables[name]
         except (KeyError, TypeError):
+            view = self._indexes.views.get(name) if isinstance(name, str) else None
+            if view is not None:
+                return view
             raise ObjectNotExist(f"table {describe(name)} does not exist") from None
+
+    def _base_table(self, name: str) -> Table:
+        """``table(name)``, refusing an index (DDL applies to tables)."""
+        table = self.table(name)
+        if name not in self._tables:
+            raise ParameterInvalid(f"{name!r} is an index of table {table.base.name!r}, not a table")  # type: ignore[attr-defined]
+        return table
 
     def list_tables(self) -> list[str]:
         self._check_open()
@@ -193,6 +234,8 @@ class Database:
         return TableDescription(
             s.name, list(s.primary_key), s.options, s.table_id, s.created_at,
             auto_increment=s.auto_increment, partitions=partitions, split_history=history,
+            defined_columns=list(s.defined_columns), stream=s.stream,
+            stream_retention=s.stream_retention, indexes=self._indexes.describe(table),
         )
 
     def update_table(
@@ -201,11 +244,18 @@ class Database:
         max_versions: int | None = None,
         ttl: int | None = None,
         max_time_deviation: int | None = None,
+        defined_columns: list | None = None,
+        stream: bool | None = None,
+        stream_retention: int | None = None,
         **partition_options: float,
     ) -> TableDescription:
-        """Change table options (see ``create_table``); omitted options keep their value."""
+        """Change table options (see ``create_table``); omitted options keep their value.
+
+        ``defined_columns`` adds predefined columns; ``stream`` turns the change
+        stream on or off (off drops its records unless a global index needs them).
+        """
         with self._ddl_lock:
-            table = self.table(name)
+            table = self._base_table(name)
             old = table.schema.options
             options = TableOptions(
                 old.max_versions if max_versions is None else max_versions,
@@ -215,24 +265,118 @@ class Database:
             kept = {n: getattr(old, n) for n in PARTITION_OPTIONS}
             options = replace(options, **{**kept, **check_partition_options(partition_options)}).checked()
             schema = table.schema.with_options(options)
+            if schema.indexes and (options.max_versions != 1 or options.ttl != -1):
+                raise ParameterInvalid(
+                    f"table {name!r} has indexes: max_versions must stay 1 and ttl -1"
+                )
+            if defined_columns is not None:
+                added = check_defined_columns(
+                    list(schema.defined_columns) + list(defined_columns), schema.primary_key
+                )
+                schema = replace(schema, defined_columns=added)
+            if stream is not None:
+                schema = replace(schema, stream=bool(stream))
+            if stream_retention is not None:
+                schema = replace(schema, stream_retention=_check_retention(stream_retention))
             self._engine.put(layout.catalog_key(name), schema.to_json())
             table._set_schema(schema)
             self._partitions.configure(table)
+            if stream is not None:
+                self._indexes.configure(table)
             return self.describe_table(name)
 
     def delete_table(self, name: str) -> None:
         """Drop a table and all its rows."""
         with self._ddl_lock:
-            table = self.table(name)
+            table = self._base_table(name)
             start, end = layout.table_range(table.schema.table_id)
             batch = self._engine.batch()
             batch.delete(layout.catalog_key(name))
             batch.delete_range(start, end)
             batch.delete_range(*layout.auto_increment_range(table.schema.table_id))
             self._partitions.drop_table(table.schema.table_id, batch)
+            self._indexes.drop_table(table, batch)  # its change log and indexes
             self._engine.write(batch)
             table.dropped = table._unusable = True
             del self._tables[name]
+
+    # -- secondary indexes and the change stream -----------------------------------
+
+    def create_index(
+        self,
+        table: str,
+        name: str,
+        primary_key: list[str],
+        defined_columns: list[str] | None = None,
+        index_type: str = "GLOBAL",
+        include_base_data: bool = True,
+        progress: bool | None = None,
+    ) -> Table:
+        """Create a secondary index of ``table`` and return its read-only view.
+
+        The index key is ``primary_key`` (base key columns or predefined columns)
+        followed by the table's remaining key columns. ``defined_columns``
+        (predefined columns) are copied into each entry. A ``LOCAL`` index must
+        start with the partition key and is written in the same batch as its
+        row (strongly consistent); a ``GLOBAL`` one is applied from the change
+        log in the background (eventually consistent; see ``describe_table`` for
+        its lag). ``include_base_data`` backfills existing rows, with a progress
+        bar on a terminal (``progress``).
+        """
+        self._check_open()
+        with self._ddl_lock:
+            return self._indexes.create(
+                self._base_table(table), name, primary_key, defined_columns, index_type,
+                include_base_data, progress,
+            )
+
+    def drop_index(self, table: str, name: str) -> None:
+        """Drop index ``name`` of ``table`` and its entries."""
+        self._check_open()
+        with self._ddl_lock:
+            self._indexes.drop(self._base_table(table), name)
+
+    def verify_index(self, table: str, name: str, limit: int = 1000) -> IndexReport:
+        """Compare index ``name`` with the index derived from ``table``'s rows now:
+        the report lists missing and stale entries (a global index may lag;
+        call ``wait_for_indexes`` first)."""
+        self._check_open()
+        return self._indexes.verify(self._base_table(table), name, limit)
+
+    def wait_for_indexes(self, timeout: float | None = 30.0) -> bool:
+        """Block until every global index has applied every committed write; False on timeout."""
+        self._check_open()
+        return self._indexer.wait(timeout)
+
+    def trim_change_log(self) -> int:
+        """Drop change records past retention that every index has applied; returns how many."""
+        self._check_open()
+        return self._indexes.trim()
+
+    def _changelog_trim(self) -> int:
+        return 0 if self._closed else self._indexes.trim()
+
+    def list_stream(self, table: str | None = None) -> list[stream_api.StreamInfo]:
+        """The streams of every table with ``stream`` on (or of ``table``)."""
+        self._check_open()
+        return stream_api.list_stream(self, table)
+
+    def describe_stream(self, stream_id: str) -> stream_api.StreamDescription:
+        """A stream's shards (partitions, current and past) with their parent and child links."""
+        self._check_open()
+        return stream_api.describe_stream(self, stream_id)
+
+    def get_shard_iterator(self, stream_id: str, shard_id: int, position: object = "TRIM_HORIZON") -> str:
+        """An opaque iterator into one shard: at ``TRIM_HORIZON`` (its oldest record),
+        ``LATEST`` (after its newest) or a sequence number."""
+        self._check_open()
+        return stream_api.get_shard_iterator(self, stream_id, shard_id, position)
+
+    def get_stream_record(self, iterator: str, limit: int = 100) -> stream_api.StreamRecords:
+        """Up to ``limit`` records from ``iterator`` in commit order, and the next iterator
+        (None once a closed shard is drained)."""
+        self._check_open()
+        return stream_api.get_stream_record(self, iterator, limit)
 
     # -- batches ----------------------------------------------------------------
 
@@ -369,7 +513,9 @@ class Database:
                 new = rowcodec.encode_versions(row[1], versions) if versions else None
                 if new == current or (not row[2] and new is None and cutoff is not None):
                     continue
-                if new is None:
+                if table._changes is not None:  # local index entries; an internal PURGE record
+                    table._changes.purge(key, row, new)
+                elif new is None:
                     self._engine.delete(key)
                 else:
                     self._engine.put(key, new)
@@ -383,6 +529,12 @@ class Database:
             except WidetableError:
                 if self._closed:
                     return
+
+
+def _check_retention(seconds: object) -> int:
+    if type(seconds) is not int or seconds <= 0:
+        raise ParameterInvalid(f"stream_retention must be seconds > 0, got {describe(seconds)}")
+    return seconds
 
 
 def open(  # noqa: A001 - the public verb, as in widetable.open("data")

@@ -385,6 +385,20 @@ class TableMachine(RuleBasedStateMachine):
         assert code is None
         self.rows.pop(pk, None)
 
+    @rule(rows=st.dictionaries(pks, plain_cells, min_size=1, max_size=6))
+    def batch_plain_puts(self, rows) -> None:
+        """Unconditional ``{name: value}`` puts to one table: the bulk path of batch_write_row."""
+        results, code, t0, t1 = self.call(
+            self.db.batch_write_row, [(self.name, "put", pk, cs) for pk, cs in rows.items()]
+        )
+        assert code is None and all(r.ok for r in results), [r.error for r in results]
+        for pk, cs in rows.items():
+            if cs:
+                ts = self.implicit_ts(pk, next(iter(cs)), t0, t1)
+                self.rows[pk] = {c: [(ts, v)] for c, v in cs.items()}
+            else:
+                self.rows[pk] = {}
+
     @rule(
         ops=st.lists(
             st.tuples(pks, st.sampled_from(["put", "update", "delete"]), cells,

@@ -178,3 +178,14 @@ def test_batch_write_column_named_twice_is_a_row_error(db, two) -> None:
     ])
     assert not res[0].ok and res[0].error.code == "OTSParameterInvalid"
     assert res[1].ok and db.table("a").get_row("t2")["v"] == 1
+
+
+def test_table_name_of_wrong_type_is_a_row_error(db, two) -> None:
+    """As batch_get_row does: a per-row OTSObjectNotExist, never a bare TypeError."""
+    got = db.batch_get_row([(["a"], "x"), ("a", "x")])
+    assert got[0].error.code == "OTSObjectNotExist" and got[1].row["v"] == 1
+    res = db.batch_write_row([(["a"], "put", "k", {"v": 1}), ("a", "put", "k2", {"v": 2})])
+    assert res[0].error.code == "OTSObjectNotExist" and "['a']" in res[0].error.message
+    assert res[1].ok and db.table("a").get_row("k2")["v"] == 2
+    only = db.batch_write_row([(["a"], "put", ("k3",), {"v": 3})])  # the one-table bulk path
+    assert only[0].error.code == "OTSObjectNotExist"

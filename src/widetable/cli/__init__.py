@@ -16,4 +16,13 @@ from . import transfer  # noqa: F401
 # isort: split
 from . import tools  # noqa: F401
 
+# isort: split
+from . import streams  # noqa: F401
+
+# isort: split
+from . import serve  # noqa: F401
+
+# isort: split
+from . import design  # noqa: F401
+
 __all__ = ["app", "main"]

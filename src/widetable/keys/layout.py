@@ -10,10 +10,14 @@ place that builds key bytes (with ``codec``); ``docs/format.md`` is the record.
     0x03 table_id:u32 kind:u8         partitions: 0x00 map + split history, 0x01 samples
     0x04 table_id:u32 bucket:u64      statistics: per-partition counters of one time bucket
     0x05 table_id:u32 pk-element      auto-increment: last value given out -> int64 big-endian
+    0x06 table_id:u32 shard:u32 seq:u64  change log: one record per committed write
+    0x07 consumer_id:u32 shard:u32    checkpoints: last change-log seq a consumer applied
+    0x08 index_id:u32 base-pk-tuple   index refs: the global-index key of one base row
     0x10 table_id:u32 pk-tuple        table rows: one key per row, value = row blob
 
-Prefixes 0x06-0x0F and 0x11-0x1F are reserved for later layers (change log,
-indexes). Partition boundaries are row keys cut after the first primary-key
+Index rows (local and global) are table rows under 0x10 with the index's own
+table id from the same counter, so an index reads like a table. Prefixes
+0x09-0x0F and 0x11-0x1F are reserved for later layers. Partition boundaries are row keys cut after the first primary-key
 element (``partition_prefix``), so one partition-key value never spans two
 partitions.
 
@@ -29,6 +33,9 @@ COUNTERS = b"\x02"  # DO NOT CHANGE: embedded in on-disk data
 PARTITIONS = b"\x03"  # DO NOT CHANGE: embedded in on-disk data
 STATS = b"\x04"  # DO NOT CHANGE: embedded in on-disk data
 AUTO_INCREMENT = b"\x05"  # DO NOT CHANGE: embedded in on-disk data
+CHANGE_LOG = b"\x06"  # DO NOT CHANGE: embedded in on-disk data
+CHECKPOINTS = b"\x07"  # DO NOT CHANGE: embedded in on-disk data
+INDEX_REFS = b"\x08"  # DO NOT CHANGE: embedded in on-disk data
 ROWS = b"\x10"  # DO NOT CHANGE: embedded in on-disk data
 
 PARTITION_MAP = 0  # DO NOT CHANGE: kind byte of the partition map record
@@ -80,6 +87,46 @@ def auto_increment_key(table_id: int, encoded_partition_value: bytes) -> bytes:
 def auto_increment_range(table_id: int) -> tuple[bytes, bytes]:
     """Half-open range of every auto-increment counter of ``table_id``."""
     prefix = AUTO_INCREMENT + table_id.to_bytes(4, "big")
+    return prefix, codec.prefix_end(prefix)
+
+
+def change_log_key(table_id: int, shard: int, seq: int) -> bytes:
+    """The change record ``seq`` of shard (partition id) ``shard`` of ``table_id``."""
+    return CHANGE_LOG + table_id.to_bytes(4, "big") + shard.to_bytes(4, "big") + seq.to_bytes(8, "big")
+
+
+def change_log_range(table_id: int, shard: int | None = None, after: int = -1) -> tuple[bytes, bytes]:
+    """Half-open range of the change records of ``table_id`` (one ``shard``: those with seq > ``after``)."""
+    prefix = CHANGE_LOG + table_id.to_bytes(4, "big")
+    if shard is None:
+        return prefix, codec.prefix_end(prefix)
+    prefix += shard.to_bytes(4, "big")
+    return prefix + (after + 1).to_bytes(8, "big"), codec.prefix_end(prefix)
+
+
+def decode_change_log_key(key: bytes) -> tuple[int, int, int]:
+    """``(table_id, shard, seq)`` of a change-log key."""
+    return (int.from_bytes(key[1:5], "big"), int.from_bytes(key[5:9], "big"),
+            int.from_bytes(key[9:17], "big"))
+
+
+def checkpoint_key(consumer_id: int, shard: int) -> bytes:
+    """The last change-log seq of ``shard`` that consumer ``consumer_id`` (an index id) applied."""
+    return CHECKPOINTS + consumer_id.to_bytes(4, "big") + shard.to_bytes(4, "big")
+
+
+def checkpoint_range(consumer_id: int) -> tuple[bytes, bytes]:
+    prefix = CHECKPOINTS + consumer_id.to_bytes(4, "big")
+    return prefix, codec.prefix_end(prefix)
+
+
+def index_ref_key(index_id: int, encoded_base_pk: bytes) -> bytes:
+    """Where a global index records the index key it holds for one base row."""
+    return INDEX_REFS + index_id.to_bytes(4, "big") + encoded_base_pk
+
+
+def index_ref_range(index_id: int) -> tuple[bytes, bytes]:
+    prefix = INDEX_REFS + index_id.to_bytes(4, "big")
     return prefix, codec.prefix_end(prefix)
 
 
@@ -136,6 +183,17 @@ def pretty(key: bytes) -> str:
         except Exception:
             parts = ("?" + key[5:].hex(),)
         return f"/AutoIncrement/{int.from_bytes(key[1:5], 'big')}/" + _pretty_value(parts[0])
+    if head == CHANGE_LOG and len(key) == 17:
+        table_id, shard, seq = decode_change_log_key(key)
+        return f"/ChangeLog/{table_id}/{shard}/{seq}"
+    if head == CHECKPOINTS and len(key) == 9:
+        return f"/Checkpoint/{int.from_bytes(key[1:5], 'big')}/{int.from_bytes(key[5:9], 'big')}"
+    if head == INDEX_REFS and len(key) > 5:
+        try:
+            parts = codec.decode_tuple(key, 5)
+        except Exception:
+            return f"/IndexRef/{int.from_bytes(key[1:5], 'big')}/?{key[5:].hex()}"
+        return f"/IndexRef/{int.from_bytes(key[1:5], 'big')}" + "".join("/" + _pretty_value(p) for p in parts)
     if head == ROWS and len(key) >= 5:
         table_id = int.from_bytes(key[1:5], "big")
         try:

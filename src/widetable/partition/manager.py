@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,8 +70,12 @@ def encode_split_points(schema: TableSchema, points: object) -> list[bytes]:
 class PartitionManager:
     """Thread-safe; one per database."""
 
-    def __init__(self, engine) -> None:
+    def __init__(self, engine, clock: Callable[[], float] | None = None) -> None:
+        """``clock`` (unix seconds) times passes, statistics buckets and token buckets;
+        a simulator injects a virtual one. Default: the wall clock."""
         self._engine = engine
+        self.clock: Callable[[], float] = clock or time.time
+        self._virtual = clock is not None
         self._lock = threading.RLock()
         self._tables: dict[int, tuple[Table, TablePartitions, TableStats]] = {}
 
@@ -79,7 +84,7 @@ class PartitionManager:
     def new_table(self, schema: TableSchema, split_points: object, batch) -> TablePartitions:
         """A new table's map, put into ``batch``; attach it once the batch is written."""
         points = encode_split_points(schema, split_points)
-        tp = TablePartitions.new(schema.table_id, points, time.time())
+        tp = TablePartitions.new(schema.table_id, points, self.clock())
         batch.put(layout.partition_key(schema.table_id, layout.PARTITION_MAP), tp.encode_map())
         return tp
 
@@ -89,12 +94,14 @@ class PartitionManager:
         if tp is None:
             blob = self._engine.get(layout.partition_key(tid, layout.PARTITION_MAP))
             if blob is None:
-                tp = TablePartitions.new(tid, [], time.time())
+                tp = TablePartitions.new(tid, [], self.clock())
             else:
                 samples = self._engine.get(layout.partition_key(tid, layout.PARTITION_SAMPLES))
                 tp = TablePartitions.decode(tid, blob, samples)
+        if self._virtual:
+            tp.router.clock = self.clock
         with self._lock:
-            self._tables[tid] = (table, tp, TableStats(tp))
+            self._tables[tid] = (table, tp, TableStats(tp, now=self.clock()))
         self.configure(table)
         table._attach_partitions(tp.router.route_read, tp.router.route_write, record_write)
 
@@ -125,7 +132,7 @@ class PartitionManager:
 
     def describe(self, table: Table) -> tuple[list[PartitionInfo], list[PartitionEvent]]:
         _, tp, _ = self._entry(table)
-        now = time.time()
+        now = self.clock()
         infos = []
         for i, p in enumerate(tp.router.parts):
             dt = now - p.pass_time
@@ -158,7 +165,7 @@ class PartitionManager:
             for t, tp, stats in entries:
                 if t._unusable:
                     continue
-                at = time.time() if now is None else now
+                at = self.clock() if now is None else now
                 stats.drain()
                 n = plan_pass(tp, stats, t.schema.options, at)
                 if n:
@@ -173,7 +180,7 @@ class PartitionManager:
             for t, _, stats in list(self._tables.values()):
                 if not t._unusable:
                     stats.drain()
-                    stats.roll(self._engine, time.time(), t.schema.options.stats_retention)
+                    stats.roll(self._engine, self.clock(), t.schema.options.stats_retention)
 
     def flush(self) -> None:
         """Store the open statistics buckets, samples and maps (on close)."""
@@ -182,7 +189,7 @@ class PartitionManager:
                 if t._unusable:
                     continue
                 stats.drain()
-                stats.roll(self._engine, time.time(), t.schema.options.stats_retention, force=True)
+                stats.roll(self._engine, self.clock(), t.schema.options.stats_retention, force=True)
                 self._save_map(tp)
 
     def _save_map(self, tp: TablePartitions) -> None:
@@ -196,7 +203,7 @@ class PartitionManager:
             p = tp.router.find(key)
             if p.start == key:
                 raise ParameterInvalid(f"a partition already starts at {describe(at)}")
-            split_partition(tp, stats, p, key, reason, time.time())
+            split_partition(tp, stats, p, key, reason, self.clock())
             self._save_map(tp)
 
     def merge(self, table: Table, index: int, reason: str = "manual") -> None:
@@ -209,5 +216,5 @@ class PartitionManager:
             a, b = parts[index], parts[index + 1]
             if a.state != SERVING or b.state != SERVING:
                 raise ParameterInvalid(f"partitions {a.id} and {b.id} are busy")
-            merge_partitions(tp, stats, a, b, reason, time.time())
+            merge_partitions(tp, stats, a, b, reason, self.clock())
             self._save_map(tp)

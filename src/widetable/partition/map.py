@@ -15,6 +15,7 @@ request sees either the old map or the new one, never a mix.
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_right
 from collections import deque
 
@@ -104,6 +105,7 @@ class Router:
     def __init__(self, parts: list[Partition]) -> None:
         self.state: tuple[list[bytes], list[Partition]] = ([], [])
         self.reserved: TokenBucket | None = None
+        self.clock = time.monotonic  # what token buckets read; PartitionManager may inject one
         self.sample: deque[bytes] = deque(maxlen=SAMPLE_LIMIT)
         self._append = self.sample.append
         self.install(parts)
@@ -156,13 +158,13 @@ class Router:
 
     def configure(self, capacity: float, reserved: float) -> None:
         """Switch per-partition capacity (0 = off) and the table's reserved throughput."""
-        self.reserved = TokenBucket(reserved) if reserved else None
+        self.reserved = TokenBucket(reserved, clock=self.clock) if reserved else None
         for p in self.parts:
-            set_capacity(p, capacity)
+            set_capacity(p, capacity, self.clock)
 
 
-def set_capacity(p: Partition, capacity: float) -> None:
-    p.bucket = TokenBucket(capacity) if capacity else None
+def set_capacity(p: Partition, capacity: float, clock=time.monotonic) -> None:
+    p.bucket = TokenBucket(capacity, clock=clock) if capacity else None
     p.guarded = bool(capacity)
 
 

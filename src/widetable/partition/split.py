@@ -89,7 +89,7 @@ def split_partition(
     left.samples, right.samples = below, above
     left.seen, right.seen = len(below), len(above)
     for child in (left, right):
-        set_capacity(child, p.bucket.rate if p.bucket else 0)
+        set_capacity(child, p.bucket.rate if p.bucket else 0, tp.router.clock)
         child.load_samples.extend(s for s in p.load_samples if child.contains(s))
     stats.retire(p)
     tp.record([now, "split", reason, [p.id], [left.id, right.id], tp.relative(key)])
@@ -112,7 +112,7 @@ def merge_partitions(
     m.est_rows = a.est_rows + b.est_rows
     m.samples = sorted(a.samples + b.samples)[::2][:RESERVOIR] if len(a.samples) + len(b.samples) > RESERVOIR else a.samples + b.samples
     m.seen = len(m.samples)
-    set_capacity(m, a.bucket.rate if a.bucket else 0)
+    set_capacity(m, a.bucket.rate if a.bucket else 0, tp.router.clock)
     stats.retire(a)
     stats.retire(b)
     tp.record([now, "merge", reason, [a.id, b.id], [m.id], tp.relative(b.start)])

@@ -61,10 +61,12 @@ def _counters(p: Partition) -> tuple[int, int, int, int, int]:
 class TableStats:
     """The open statistics bucket of one table, and its stored buckets."""
 
-    def __init__(self, tp: TablePartitions, bucket_seconds: int = BUCKET_SECONDS) -> None:
+    def __init__(
+        self, tp: TablePartitions, bucket_seconds: int = BUCKET_SECONDS, now: float | None = None
+    ) -> None:
         self.tp = tp
         self.bucket_seconds = bucket_seconds
-        self.bucket = self._floor(time.time())
+        self.bucket = self._floor(time.time() if now is None else now)
         self.base: dict[int, tuple] = {}
         self.retired: list[list] = []
         self.hot: dict[int, SpaceSaving] = {}

@@ -9,24 +9,28 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 
 class TokenBucket:
     """``take()`` is thread-safe and never blocks."""
 
-    __slots__ = ("_lock", "burst", "last", "rate", "tokens")
+    __slots__ = ("_lock", "burst", "clock", "last", "rate", "tokens")
 
-    def __init__(self, rate: float, burst: float | None = None) -> None:
+    def __init__(
+        self, rate: float, burst: float | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.rate = float(rate)
         self.burst = float(burst if burst is not None else max(rate, 1.0))
         self.tokens = self.burst
-        self.last = time.monotonic()
+        self.clock = clock  # seconds; a simulator passes a virtual clock
+        self.last = clock()
         self._lock = threading.Lock()
 
     def take(self, n: float = 1.0) -> bool:
         """Take ``n`` tokens if there are that many; return whether it did."""
         with self._lock:
-            now = time.monotonic()
+            now = self.clock()
             tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
             self.last = now
             if tokens >= n:

@@ -102,6 +102,8 @@ def _value_bytes(value: object, pk: bool) -> tuple[bytes, bytes]:
     if t is bool:
         body = bytes((VT_BOOLEAN, 1 if value else 0))
     elif t is int:
+        if not -(2**63) <= value < 2**63:  # type: ignore[operator]
+            raise ParameterInvalid(f"integer {value} is outside int64")
         body = bytes((VT_INTEGER,)) + _I64.pack(value)  # type: ignore[arg-type]
     elif t is float:
         body = bytes((VT_DOUBLE,)) + _F64.pack(value)  # type: ignore[arg-type]
@@ -127,13 +129,18 @@ def _encode_cell(out: bytearray, name: str, value: object, op: int | None, ts: i
     out += bytes((TAG_CELL, TAG_CELL_NAME)) + _U32.pack(len(raw)) + raw
     crc = crc8(0, raw)
     if value is not None or pk:
-        wire, covered = _value_bytes(value, pk)
+        try:
+            wire, covered = _value_bytes(value, pk)
+        except ParameterInvalid as exc:
+            raise ParameterInvalid(f"column {name!r}: {exc.message}") from None
         out.append(TAG_CELL_VALUE)
         out += wire
         crc = crc8(crc, covered)
     if op is not None:
         out += bytes((TAG_CELL_TYPE, op))
     if ts is not None:
+        if type(ts) is not int or not -(2**63) <= ts < 2**63:
+            raise ParameterInvalid(f"timestamp {ts!r} of column {name!r} must be an int64")
         stamp = _I64.pack(ts)
         out.append(TAG_CELL_TIMESTAMP)
         out += stamp
@@ -185,7 +192,7 @@ def encode_primary_key(primary_key: list[tuple[str, object]]) -> bytes:
 
 
 class _Reader:
-    __slots__ = ("buf", "pos", "end")
+    __slots__ = ("buf", "end", "pos")
 
     def __init__(self, buf: bytes) -> None:
         self.buf = buf

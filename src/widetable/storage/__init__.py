@@ -10,10 +10,10 @@ def open_engine(path: str | None, engine: str = "rocksdb", sync: bool = False) -
     """Open the engine named ``engine`` ("rocksdb" or "memory") at ``path``."""
     from ..errors import ParameterInvalid
 
+    if engine not in ("rocksdb", "memory"):
+        raise ParameterInvalid(f"unknown engine {engine!r}; use 'rocksdb' or 'memory'")
     if engine == "memory" or path == ":memory:":
         return MemoryEngine()
-    if engine != "rocksdb":
-        raise ParameterInvalid(f"unknown engine {engine!r}; use 'rocksdb' or 'memory'")
     if not path:
         raise ParameterInvalid("a RocksDB store needs a directory path")
     from .rocks import RocksEngine

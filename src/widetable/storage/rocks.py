@@ -11,6 +11,13 @@ from rocksdict import Options, ReadOptions, Rdict, WriteBatch, WriteOptions
 from ..errors import WidetableError
 
 
+def _holding(items, opts: ReadOptions, end: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """Iterate ``items`` while keeping ``opts`` and its upper bound alive: rocksdict does
+    not, and an iterator whose bound was freed stops early (seen under threads)."""
+    yield from items
+    del opts, end
+
+
 class RocksEngine:
     """One RocksDB instance per store.
 
@@ -60,7 +67,7 @@ class RocksEngine:
         opts = ReadOptions()
         opts.set_iterate_upper_bound(end)
         if not reverse:
-            return self._db.items(from_key=start, read_opt=opts)
+            return _holding(self._db.items(from_key=start, read_opt=opts), opts, end)
         return self._scan_reverse(start, end, opts)
 
     def _scan_reverse(

@@ -120,7 +120,11 @@ def put_row(table: Table, pk: object, columns: object, condition: object) -> Wri
             batch.put(key, blob)
             if last is None or value > last:
                 batch.put(ckey, encode_counter(value))
-            engine.write(batch)
+            feed = table._changes  # a stream or an index: the record and entries join the batch
+            if feed is None:
+                engine.write(batch)
+            else:
+                feed.commit_rows(batch, [(key, blob)])
         counters.note(ckey, value)
     table._record_write(part, key, len(blob), None)
     return WriteResult(pk_tuple)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 
 from ..errors import ParameterInvalid, WidetableError, describe
+from .bulk import plain_puts
 from .filters import as_condition
 from .row import BatchGetResult, BatchWriteResult, WriteResult
 from .values import MAX_REQUEST_BYTES, value_size
@@ -79,6 +80,9 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
     (payload may be omitted).
     """
     requests = _check_count(requests, MAX_BATCH_WRITE, "batch_write_row")
+    fast_results = plain_puts(db, requests)
+    if fast_results is not None:
+        return fast_results
     results: list[BatchWriteResult] = []
     fast: list[tuple[int, bytes, bytes]] = []
     routed: list[tuple[Any, Any, bytes, int]] = []  # (table, partition, key, blob size) of fast
@@ -87,13 +91,18 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
     tables: dict[object, object] = {}
     total = 0
     for item in requests:
-        name, op, pk, payload, condition = _parse_write(item)
+        if type(item) is tuple and len(item) == 4 and item[1] == "put":
+            name, op, pk, payload = item  # the common plain put, parsed inline
+            condition = None
+        else:
+            name, op, pk, payload, condition = _parse_write(item)
         result = BatchWriteResult(name, op, pk if type(pk) is tuple else (pk,))
         results.append(result)
         try:
-            table = tables.get(name)
+            table = tables.get(name) if type(name) is str else None
             if table is None:
-                table = tables[name] = db.table(name)
+                table = db.table(name)  # OTSObjectNotExist for a missing or non-str name
+                tables[name] = table
             if table._auto_index is not None:  # put_row assigns auto-increment values row by row
                 values = result.primary_key = table.normalize_pk(pk)
                 total += _payload_size(payload)
@@ -106,7 +115,7 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
                     f"batch_write_row names row {describe(values)} of table {name!r} twice"
                 )
             seen.add(key)
-            cond = as_condition(condition)
+            cond = None if condition is None else as_condition(condition)
             if op == "put" and cond is None:
                 blob = table.encode_put(values, payload)
                 part = table._route_write(key)
@@ -183,12 +192,27 @@ def _write_fast(db: Database, results: list, fast: list) -> None:
                 fast, batch = kept, db._engine.batch()
                 for _, key, blob in fast:
                     batch.put(key, blob)
-        db._engine.write(batch)
+        groups = _change_feeds(db, results, fast)
+        if groups:  # tables with a stream or an index: records and index entries join the batch
+            next(iter(groups)).commit_puts(batch, groups)
+        else:
+            db._engine.write(batch)
     finally:
         for lock in locks:
             lock.release()
     for index, _, _ in fast:
         results[index].result = WriteResult(results[index].primary_key)
+
+
+def _change_feeds(db: Database, results: list, fast: list) -> dict:
+    """``{TableFeed: [(key, blob), ...]}`` of the rows whose table captures changes."""
+    groups: dict = {}
+    for index, key, blob in fast:
+        table = db._tables.get(results[index].table)
+        feed = table._changes if table is not None else None
+        if feed is not None:
+            groups.setdefault(feed, []).append((key, blob))
+    return groups
 
 
 def _outside_transactions(db: Database, results: list, fast: list, wait: bool) -> list:

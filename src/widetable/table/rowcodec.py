@@ -27,13 +27,18 @@ FORMAT = 1  # DO NOT CHANGE: embedded in on-disk data
 _local = threading.local()
 
 
-def pack(obj: object) -> bytes:
-    """MessagePack bytes of ``obj``; each thread keeps its own Packer (they are not thread-safe)."""
+def packer() -> msgpack.Packer:
+    """This thread's Packer: Packers are not thread-safe, so each thread keeps its own."""
     try:
-        packer = _local.packer
+        return _local.packer
     except AttributeError:
-        packer = _local.packer = msgpack.Packer(use_bin_type=True)
-    return packer.pack(obj)
+        _local.packer = msgpack.Packer(use_bin_type=True)
+        return _local.packer
+
+
+def pack(obj: object) -> bytes:
+    """MessagePack bytes of ``obj`` (tuples pack as arrays)."""
+    return packer().pack(obj)
 
 # Versions of one column, newest first: [(timestamp, value), ...]
 Versions = list[tuple[int, object]]
@@ -48,7 +53,7 @@ def encode_latest(pk: tuple | list, latest: dict, stamps: dict | int) -> bytes:
     """Encode a row whose columns hold one version each (``stamps`` may be one shared int)."""
     if type(stamps) is dict:
         stamps = _compact(stamps)
-    return pack([FORMAT, list(pk), latest, stamps, None])
+    return pack([FORMAT, pk, latest, stamps, None])
 
 
 def _compact(stamps: dict) -> dict | int:
@@ -99,7 +104,7 @@ def encode_versions(pk: tuple | list, columns: dict[str, Versions]) -> bytes:
                 flat.append(t)
                 flat.append(v)
             history[name] = flat
-    return pack([FORMAT, list(pk), latest, _compact(stamps) if stamps else stamps, history])
+    return pack([FORMAT, pk, latest, _compact(stamps) if stamps else stamps, history])
 
 
 def merge_version(versions: Versions, ts: int, value: object) -> None:

@@ -120,6 +120,41 @@ def normalize_ttl(ttl: object) -> object:
     return FOREVER if ttl is None else ttl
 
 
+DEFAULT_STREAM_RETENTION = 86400  # seconds a change record is kept (24 hours, as Tablestore)
+ATTRIBUTE_TYPE_NAMES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "BINARY")
+GLOBAL, LOCAL = "GLOBAL", "LOCAL"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSpec:
+    """A secondary index as the base table's catalog entry stores it (see widetable.index).
+
+    ``primary_key`` is the index's whole key: the declared columns followed by
+    the base table's remaining key columns. ``start_seq``: a global index
+    applies change records after it (earlier writes are backfilled).
+    """
+
+    name: str
+    table_id: int
+    primary_key: tuple[str, ...]
+    defined_columns: tuple[str, ...]
+    index_type: str
+    created_at: float = 0.0
+    start_seq: int = 0
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "table_id": self.table_id, "primary_key": list(self.primary_key),
+            "defined_columns": list(self.defined_columns), "index_type": self.index_type,
+            "created_at": self.created_at, "start_seq": self.start_seq,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> IndexSpec:
+        return cls(d["name"], d["table_id"], tuple(d["primary_key"]), tuple(d["defined_columns"]),
+                   d["index_type"], d.get("created_at", 0.0), d.get("start_seq", 0))
+
+
 @dataclass(frozen=True, slots=True)
 class TableSchema:
     """What the catalog stores for a table. ``table_id`` names its keyspace."""
@@ -130,6 +165,11 @@ class TableSchema:
     options: TableOptions = field(default_factory=TableOptions)
     created_at: float = 0.0
     auto_increment: str | None = None  # the auto-increment key column, if any
+    # Typed predefined attribute columns (Tablestore's defined columns): [(name, type)].
+    defined_columns: tuple[tuple[str, str], ...] = ()
+    stream: bool = False  # change records are readable through the stream API
+    stream_retention: int = DEFAULT_STREAM_RETENTION  # seconds
+    indexes: tuple[IndexSpec, ...] = ()
 
     @property
     def pk_names(self) -> tuple[str, ...]:
@@ -152,6 +192,12 @@ class TableSchema:
                 "created_at": self.created_at,
                 # Written only when set, so older stores' catalogs read the same.
                 **({"auto_increment": self.auto_increment} if self.auto_increment else {}),
+                **({"defined_columns": [list(c) for c in self.defined_columns]}
+                   if self.defined_columns else {}),
+                **({"stream": True} if self.stream else {}),
+                **({"stream_retention": self.stream_retention}
+                   if self.stream_retention != DEFAULT_STREAM_RETENTION else {}),
+                **({"indexes": [i.to_dict() for i in self.indexes]} if self.indexes else {}),
             },
             sort_keys=True,
         ).encode()
@@ -166,6 +212,10 @@ class TableSchema:
             options=TableOptions(**d["options"]),
             created_at=d.get("created_at", 0.0),
             auto_increment=d.get("auto_increment"),
+            defined_columns=tuple((n, t) for n, t in d.get("defined_columns", ())),
+            stream=d.get("stream", False),
+            stream_retention=d.get("stream_retention", DEFAULT_STREAM_RETENTION),
+            indexes=tuple(IndexSpec.from_dict(i) for i in d.get("indexes", ())),
         )
 
 
@@ -242,3 +292,27 @@ def check_auto_increment(primary_key: object) -> str | None:
             f"AUTO_INCREMENT column {name!r} must be INTEGER, got {type_}"
         )
     return name
+
+
+def check_defined_columns(columns: object, primary_key: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Validate predefined columns ``[(name, type), ...]``; types are attribute types."""
+    if columns is None:
+        return ()
+    if not isinstance(columns, (list, tuple)):
+        raise ParameterInvalid(f"defined_columns must be a list of (name, type), got {describe(columns)}")
+    out: list[tuple[str, str]] = []
+    pk_names = {n for n, _ in primary_key}
+    for item in columns:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise ParameterInvalid(f"defined column must be (name, type), got {describe(item)}")
+        name = check_name(item[0], "defined column name")
+        type_name = str(getattr(item[1], "value", item[1])).upper()
+        if type_name not in ATTRIBUTE_TYPE_NAMES:
+            raise ParameterInvalid(
+                f"defined column {name!r} has type {describe(item[1])}; use one of "
+                f"{', '.join(ATTRIBUTE_TYPE_NAMES)}"
+            )
+        if name in pk_names or name in {n for n, _ in out}:
+            raise ParameterInvalid(f"defined column {name!r} is declared twice or is a primary key column")
+        out.append((name, type_name))
+    return tuple(out)

@@ -34,6 +34,8 @@ from .values import (
     check_timestamp,
     normalize_cells,
     now_ms,
+    check_packed,
+    check_value,
     plain_cells,
 )
 
@@ -92,12 +94,17 @@ class Table:
         # count the request and, when capacity is on, throttle it.
         self._route_read = self._route_write = _unrouted
         self._record_write = _unrecorded
+        self._router = None
+        # Change capture (widetable.stream.feed.TableFeed) when the table has a stream or an
+        # index; None keeps the one-put write path. Read under the row lock.
+        self._changes = None
         self._set_schema(schema)
 
     def _attach_partitions(self, route_read, route_write, record_write) -> None:
         """Install the partition layer's per-request hooks (called by the database)."""
         self._route_read, self._route_write = route_read, route_write
         self._record_write = record_write
+        self._router = getattr(route_write, "__self__", None)  # for whole-batch routing
 
     def _set_schema(self, schema: TableSchema) -> None:
         self.schema = schema
@@ -111,6 +118,7 @@ class Table:
         self._plain_reads = schema.options.ttl < 0  # no TTL: a plain read applies no options
         auto = schema.auto_increment
         self._auto_index = schema.pk_names.index(auto) if auto else None
+        self._defined = {n: _PY_TYPES[t] for n, t in schema.defined_columns}
 
     def __repr__(self) -> str:
         return f"<Table {self.name!r} pk={list(self.schema.primary_key)}>"
@@ -348,7 +356,11 @@ class Table:
                 self._db._txns.check(self, values[0])
             if cond is not None and cond.needs_row:
                 self._check_condition(values, self._engine.get(key), cond, now_ms())
-            self._engine.put(key, blob)
+            changes = self._changes
+            if changes is None:
+                self._engine.put(key, blob)
+            else:
+                changes.put(key, blob)
         self._record_write(part, key, len(blob), None)
         return WriteResult(values)
 
@@ -360,9 +372,20 @@ class Table:
             if latest is not None:
                 if not self._pk_name_set.isdisjoint(latest):
                     self._reject_pk_names(latest)
-                return rowcodec.encode_latest(pk, latest, now)
+                if self._defined:
+                    self._check_defined(latest.items())
+                try:
+                    blob = rowcodec.encode_latest(pk, latest, now)
+                except (UnicodeEncodeError, OverflowError, ValueError):
+                    for name, value in latest.items():
+                        check_value(name, value)  # raises the precise error
+                    raise
+                check_packed(latest, len(blob))
+                return blob
         cells = normalize_cells(columns, now, self._options.max_time_deviation)
         self._reject_pk_names([c[0] for c in cells])
+        if self._defined:
+            self._check_defined((c[0], c[1]) for c in cells)
         return self._encode_new_row(pk, cells, now)
 
     def _reject_pk_names(self, names: object) -> None:
@@ -372,6 +395,17 @@ class Table:
             raise ParameterInvalid(
                 f"attribute column {clash[0]!r} has the name of a primary key column"
             )
+
+    def _check_defined(self, cells: object) -> None:
+        """Values of predefined columns must have the declared type (OTSParameterInvalid)."""
+        defined = self._defined
+        for name, value in cells:  # type: ignore[attr-defined]
+            want = defined.get(name)
+            if want is not None and type(value) is not want:
+                raise ParameterInvalid(
+                    f"column {name!r} is predefined as {_TYPE_NAMES[want]}; value {describe(value)} "
+                    f"is {_TYPE_NAMES.get(type(value), type(value).__name__)}"
+                )
 
     def _encode_new_row(self, pk: tuple, cells: list, now: int) -> bytes:
         names = {c[0] for c in cells}
@@ -420,6 +454,8 @@ class Table:
         self._reject_pk_names(
             [c[0] for c in puts] + [n for n, _ in incs] + del_columns + [n for n, _ in del_versions]
         )
+        if self._defined:
+            self._check_defined([(c[0], c[1]) for c in puts] + [(n, 0) for n, _ in incs])
         clash = {n for n, _ in incs} & ({c[0] for c in puts} | set(del_columns))
         if clash:
             raise ParameterInvalid(f"column {sorted(clash)[0]!r} is both incremented and written in one update")
@@ -448,7 +484,11 @@ class Table:
             results = self._apply_increments(versions, incs, now)
             rowcodec.trim(versions, self._options.max_versions, cutoff)
             new = rowcodec.encode_versions(values, versions) if versions else None
-            if new is not None:
+            changes = self._changes
+            if changes is not None:
+                changes.update(key, values, row, new, _changed_cells(
+                    del_columns, del_versions, puts, results, versions, now))
+            elif new is not None:
                 self._engine.put(key, new)
             elif row is not None:
                 self._engine.delete(key)
@@ -485,7 +525,11 @@ class Table:
                 self._db._txns.check(self, values[0])
             if cond is not None and cond.needs_row:
                 self._check_condition(values, self._engine.get(key), cond, now_ms())
-            self._engine.delete(key)
+            changes = self._changes
+            if changes is None:
+                self._engine.delete(key)
+            else:
+                changes.delete(key, values)
         self._record_write(part, key, 0, None)
         return WriteResult(values)
 
@@ -512,6 +556,22 @@ class Table:
                     f"Condition check failed: row {describe(pk)} does not match "
                     f"{describe(cond.column_condition, 120)}"
                 )
+
+
+_PY_TYPES = {"STRING": str, "INTEGER": int, "DOUBLE": float, "BOOLEAN": bool, "BINARY": bytes}
+_TYPE_NAMES = {t: n for n, t in _PY_TYPES.items()}
+
+
+def _changed_cells(del_columns: list, del_versions: list, puts: list, increments: dict,
+                   versions: dict, now: int) -> list:
+    """An update's changes as change-log entries ``[column, kind, value, version]``."""
+    out: list = [[n, 2, None, None] for n in del_columns]
+    out += [[n, 1, None, ts] for n, ts in del_versions]
+    out += [[n, 0, v, ts] for n, v, ts in puts]
+    for name, value in increments.items():
+        vs = versions.get(name)
+        out.append([name, 0, value, vs[0][0] if vs else now])
+    return out
 
 
 def _check_direction(direction: str) -> bool:

@@ -392,7 +392,11 @@ class LocalTransaction:
         for lock in locks:
             lock.acquire()
         try:
-            engine.write(batch)
+            feed = table._changes  # a stream or an index: records and entries join the batch
+            if feed is None:
+                engine.write(batch)
+            else:
+                feed.commit_rows(batch, list(self._writes.items()))
         finally:
             for lock in locks:
                 lock.release()
@@ -413,6 +417,7 @@ class LocalTransaction:
         view._engine = self._overlay  # type: ignore[assignment]
         view._get = self._overlay.get  # type: ignore[method-assign]
         view._txn_locks = {}  # this transaction holds the lock; nothing to check
+        view._changes = None  # change capture happens once, at commit
         return view
 
     def _pk(self, pk: object) -> tuple:

@@ -101,39 +101,45 @@ def check_timestamp(ts: object, now: int, max_deviation_s: int, name: str) -> in
     return ts
 
 
-def plain_cells(columns: dict) -> dict | None:
-    """A checked copy of ``{name: value}`` if no value carries a timestamp, else None.
+_PLAIN_TYPES = frozenset({bytes, str, int, float, bool})
 
-    The common put has plain values only; this checks it in one pass.
+
+def plain_cells(columns: dict) -> dict | None:
+    """``{name: value}`` ready to pack, or None if some value carries a timestamp.
+
+    The common put has plain values only, so this checks names and types with
+    a few C-level set operations instead of a Python loop over the cells. It
+    does not check value sizes or text encodability: the caller packs the row
+    at once and calls :func:`check_packed` on the result, which is cheaper.
     """
-    names = _valid_names
-    converted = None
-    for name, value in columns.items():
-        t = type(value)
-        if t is bytes:
-            if len(value) > MAX_VALUE_BYTES:
-                check_value(name, value)
-        elif t is tuple:
-            return None
-        elif t is int:
-            if not INT64_MIN <= value <= INT64_MAX:
-                check_value(name, value)
-        elif t is str:
-            if len(value) > MAX_VALUE_BYTES // 4 or not value.isascii():
-                check_value(name, value)
-        elif t is not float and t is not bool:
-            if converted is None:
-                converted = {}
-            converted[name] = check_value(name, value)
-        if name not in names:
-            check_column_name(name)
-    if converted:
-        columns = {**columns, **converted}
     if len(columns) > MAX_COLUMNS_PER_WRITE:
         raise OutOfColumnCountLimit(
             f"{len(columns)} columns in one write; the limit is {MAX_COLUMNS_PER_WRITE}"
         )
-    return dict(columns)
+    if not _valid_names.issuperset(columns):
+        for name in columns:
+            check_column_name(name)
+    types = set(map(type, columns.values()))
+    if types <= _PLAIN_TYPES:
+        if int in types:
+            for name, value in columns.items():
+                if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+                    check_value(name, value)
+        return columns
+    if tuple in types:
+        return None
+    return {name: check_value(name, value) for name, value in columns.items()}
+
+
+def check_packed(columns: dict, packed_size: int) -> None:
+    """Finish checking :func:`plain_cells` output once packed into ``packed_size`` bytes.
+
+    No value can be larger than the packed row, so only a row over 2 MB needs
+    its values measured one by one.
+    """
+    if packed_size > MAX_VALUE_BYTES:
+        for name, value in columns.items():
+            check_value(name, value)
 
 
 def normalize_cells(

@@ -1,0 +1,89 @@
+"""serve: the store over HTTP, speaking Tablestore's wire protocol (see widetable.server)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Annotated
+
+import typer
+
+from .. import db as _db
+from .app import DEFAULT_DATA, DataOpt, command
+from .literals import CliError
+
+
+@command("serve")
+def serve(
+    ctx: typer.Context,
+    data: DataOpt = None,
+    host: Annotated[str, typer.Option(help="Address to bind; 0.0.0.0 exposes the server.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port; 0 picks a free one.")] = 8080,
+    instance: Annotated[str, typer.Option(help="Instance name clients must send.")] = "widetable",
+    keys: Annotated[
+        str | None,
+        typer.Option("--keys", help='TOML file of access keys: [access_keys] id = "secret".'),
+    ] = None,
+    tls_cert: Annotated[str | None, typer.Option("--tls-cert", help="TLS certificate (PEM).")] = None,
+    tls_key: Annotated[str | None, typer.Option("--tls-key", help="TLS private key (PEM).")] = None,
+    sync: Annotated[bool, typer.Option("--sync", help="fsync every write (power-loss safe).")] = False,
+    access_log: Annotated[bool, typer.Option("--access-log", help="Log every request.")] = False,
+    grace: Annotated[
+        float, typer.Option(min=0, help="Seconds in-flight requests get at shutdown.")
+    ] = 30.0,
+) -> None:
+    """Serve the store with Tablestore's protocol: the official SDKs and widetable.connect work.
+
+    Access keys come from --keys and/or WIDETABLE_ACCESS_KEY_ID and
+    WIDETABLE_ACCESS_KEY_SECRET; with neither, a key pair is made for this run.
+    SIGTERM or Ctrl-C stops accepting, finishes in-flight requests and closes the store.
+    """
+    from ..server import WidetableServer, load_keys
+
+    if (tls_cert is None) != (tls_key is None):
+        raise CliError("TLS needs both --tls-cert and --tls-key")
+    try:
+        store, generated = load_keys(keys)
+    except (ValueError, OSError) as exc:
+        raise CliError(f"cannot read access keys: {exc}") from None
+    path = data or (ctx.obj or {}).get("data") or DEFAULT_DATA
+    database = _db.open(path, sync=sync)
+    try:
+        server = WidetableServer(database, store, host, port, instance, tls_cert, tls_key, access_log)
+    except BaseException:
+        database.close()
+        raise
+    _banner(server, path, store, generated)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    worker = threading.Thread(target=server.serve_forever, name="widetable-serve", daemon=True)
+    worker.start()
+    while not stop.wait(0.5):
+        if not worker.is_alive():
+            break
+    print("widetable: shutting down: finishing in-flight requests", flush=True)
+    server.drain(grace)
+    print("widetable: store closed", flush=True)
+
+
+def _banner(server, path: str, store, generated: bool) -> None:
+    key_id = store.ids[0]
+    secret = store.secret(key_id) if generated else "<your secret>"
+    print(f"widetable serving {path} (Tablestore protocol)", flush=False)
+    print(f"  endpoint:  {server.endpoint}")
+    print(f"  instance:  {server.instance}")
+    if generated:
+        print("  access key (generated for this run; set WIDETABLE_ACCESS_KEY_ID / _SECRET "
+              "or --keys to fix one):")
+        print(f"    id:      {key_id}")
+        print(f"    secret:  {secret}")
+    else:
+        print(f"  access key ids: {', '.join(store.ids)}")
+    print("  official SDK:")
+    print("    from tablestore import OTSClient")
+    print(f"    client = OTSClient('{server.endpoint}', '{key_id}', '{secret}', '{server.instance}')")
+    print("  widetable:")
+    print(f"    db = widetable.connect('{server.endpoint}', access_key_id='{key_id}',")
+    print(f"                           access_key_secret='{secret}')")
+    print("  Ctrl-C or SIGTERM stops it gracefully.", flush=True)

@@ -1,0 +1,78 @@
+"""stream tail: print a table's change records as JSON lines, shard by shard."""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import WidetableError
+from . import render
+from .app import DataOpt, app, open_db
+from .literals import CliError, pk_to_json, to_json
+
+stream_app = typer.Typer(help="Change streams: read a table's change records.", no_args_is_help=True)
+app.add_typer(stream_app, name="stream")
+
+
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def run(*args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except WidetableError as exc:
+            render.print_error(exc.code, exc.message)
+        except (CliError, OSError) as exc:
+            render.print_error(None, str(exc))
+        raise typer.Exit(1)
+
+    return run
+
+
+@stream_app.command("tail")
+@_guarded
+def tail(
+    ctx: typer.Context,
+    table: Annotated[str, typer.Argument(help="Table whose stream to read.")],
+    latest: Annotated[bool, typer.Option("--latest", help="Start after the newest record.")] = False,
+    follow: Annotated[bool, typer.Option("--follow", help="Keep polling for new records.")] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Stop after this many records.")] = 1_000_000,
+    data: DataOpt = None,
+) -> None:
+    """Print the change records of TABLE as JSON lines: parents' shards before children's."""
+    with open_db(ctx, data) as db:
+        streams = db.list_stream(table)
+        if not streams:
+            raise CliError(f"table {table!r} has no stream; enable it with stream=True")
+        sid = streams[0].stream_id
+        iterators: dict[int, str | None] = {}
+        printed = 0
+        while printed < limit:
+            desc = db.describe_stream(sid)
+            progressed = False
+            for shard in desc.shards:
+                if any(iterators.get(p, "") is not None for p in shard.parents):
+                    continue  # a parent is not drained yet: keep each key's order
+                it = iterators.get(shard.shard_id, "")
+                if it is None:
+                    continue
+                if it == "":
+                    it = db.get_shard_iterator(sid, shard.shard_id, "LATEST" if latest else "TRIM_HORIZON")
+                page = db.get_stream_record(it, limit=min(1000, limit - printed))
+                for rec in page.records:
+                    print(json.dumps({
+                        "seq": rec.sequence, "shard": rec.shard, "op": rec.operation,
+                        "pk": pk_to_json(rec.primary_key), "ts": rec.timestamp,
+                        "columns": [[c.name, c.kind, to_json(c.value), c.timestamp] for c in rec.columns],
+                    }))
+                    printed += 1
+                iterators[shard.shard_id] = page.next_iterator
+                progressed = progressed or bool(page.records) or page.next_iterator is None
+            if not progressed:
+                if not follow:
+                    return
+                time.sleep(0.2)

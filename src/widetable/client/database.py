@@ -1,0 +1,328 @@
+"""``widetable.connect``: a remote Database with the embedded API, over Tablestore's protocol."""
+
+from __future__ import annotations
+
+import itertools
+import ssl
+import threading
+from typing import Self
+
+from ..db import TableDescription
+from ..errors import NotSupported, ParameterInvalid, WidetableError, describe
+from ..partition.retry import Retrier
+from ..server import convert, plainbuffer
+from ..server.plainbuffer import PlainRow
+from ..server.proto import enum_value, pb
+from ..table.batch import _UPDATE_PARTS, MAX_BATCH_GET, MAX_BATCH_WRITE, _check_count
+from ..table.filters import as_condition
+from ..table.row import BatchGetResult, BatchWriteResult, WriteResult
+from ..table.schema import AUTO_INCREMENT, DEFAULT_MAX_TIME_DEVIATION, TableOptions, TableSchema
+from ..table.transaction import DEFAULT_TIMEOUT
+from ..table.values import MAX_REQUEST_BYTES
+from .table import RT_AFTER_MODIFY, RT_PK, RemoteTable, RemoteTransaction, fill_read, to_row
+from .transport import Transport, error_of
+
+PUT, UPDATE, DELETE = (enum_value("OperationType", n) for n in ("PUT", "UPDATE", "DELETE"))
+_OPS = {"put": PUT, "update": UPDATE, "delete": DELETE}
+
+
+class RemoteDatabase:
+    """A widetable (or Tablestore) server, used like :class:`widetable.Database`. Thread-safe."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+        self._tables: dict[str, RemoteTable] = {}
+        self._lock = threading.Lock()
+        self.endpoint = transport.endpoint
+        self._closed = False
+
+    def _call(self, api: str, request) -> bytes:
+        if self._closed:
+            raise ParameterInvalid("the connection is closed")
+        return self._transport.call(api, request)
+
+    def close(self) -> None:
+        self._closed = True
+        self._transport.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- catalog ----------------------------------------------------------------
+
+    def create_table(self, name: str, primary_key: list, max_versions: int = 1,
+                     ttl: int | None = None, max_time_deviation: int = DEFAULT_MAX_TIME_DEVIATION,
+                     split_points: list | None = None, **partition_options: float) -> RemoteTable:
+        """Create a table (see :meth:`widetable.Database.create_table`). Partition options
+        are server-side settings the protocol does not carry."""
+        if partition_options:
+            raise NotSupported(f"partition options {sorted(partition_options)} cannot be set "
+                               "over the Tablestore protocol")
+        req = pb.CreateTableRequest()
+        req.table_meta.table_name = name if isinstance(name, str) else describe(name)
+        if not isinstance(primary_key, (list, tuple)):
+            raise ParameterInvalid(f"primary_key must be a list of (name, type), got {describe(primary_key)}")
+        for col in primary_key:
+            if not isinstance(col, (list, tuple)) or len(col) not in (2, 3):
+                raise ParameterInvalid(f"primary key column must be (name, type[, AUTO_INCREMENT]), got {describe(col)}")
+            code = convert.PK_TYPE_CODES.get(col[1])
+            if code is None or not isinstance(col[0], str):
+                raise ParameterInvalid(f"invalid primary key column {describe(col)}")
+            c = req.table_meta.primary_key.add(name=col[0], type=code)
+            if len(col) == 3:
+                if col[2] is not AUTO_INCREMENT:
+                    raise ParameterInvalid(f"unknown primary key option {describe(col[2])}")
+                c.option = convert.AUTO_INCREMENT_OPTION
+        req.reserved_throughput.capacity_unit.read = 0
+        req.reserved_throughput.capacity_unit.write = 0
+        for attr, value in (("max_versions", max_versions), ("time_to_live", -1 if ttl is None else ttl),
+                            ("deviation_cell_version_in_sec", max_time_deviation)):
+            if type(value) is not int:
+                raise ParameterInvalid(f"{attr} must be an int, got {describe(value)}")
+            setattr(req.table_options, attr, value)
+        if split_points:
+            kind = primary_key[0][1]
+            bounds = [None, *split_points, None]
+            for lo, hi in itertools.pairwise(bounds):
+                req.partitions.add(begin=_split_value(lo, kind, 9), end=_split_value(hi, kind, 10))
+        self._call("CreateTable", req)
+        return self.table(name)
+
+    def table(self, name: str) -> RemoteTable:
+        """The table called ``name``; ``OTSObjectNotExist`` if there is none."""
+        if not isinstance(name, str):
+            raise error_of("OTSObjectNotExist", f"table {describe(name)} does not exist")
+        with self._lock:
+            cached = self._tables.get(name)
+        if cached is not None:
+            return cached
+        d = self.describe_table(name)
+        schema = TableSchema(d.name, d.table_id, tuple(d.primary_key), d.options, d.created_at,
+                             auto_increment=d.auto_increment)
+        table = RemoteTable(self, schema)
+        with self._lock:
+            self._tables[name] = table
+        return table
+
+    def list_tables(self) -> list[str]:
+        resp = pb.ListTableResponse.FromString(self._call("ListTable", pb.ListTableRequest()))
+        return sorted(resp.table_names)
+
+    def describe_table(self, name: str) -> TableDescription:
+        if not isinstance(name, str):
+            raise error_of("OTSObjectNotExist", f"table {describe(name)} does not exist")
+        resp = pb.DescribeTableResponse.FromString(
+            self._call("DescribeTable", pb.DescribeTableRequest(table_name=name)))
+        return _description(resp.table_meta, resp.table_options,
+                            resp.reserved_throughput_details.last_increase_time)
+
+    def update_table(self, name: str, max_versions: int | None = None, ttl: int | None = None,
+                     max_time_deviation: int | None = None, **partition_options: float) -> TableDescription:
+        if partition_options:
+            raise NotSupported(f"partition options {sorted(partition_options)} cannot be set "
+                               "over the Tablestore protocol")
+        req = pb.UpdateTableRequest(table_name=name)
+        for attr, value in (("max_versions", max_versions), ("time_to_live", ttl),
+                            ("deviation_cell_version_in_sec", max_time_deviation)):
+            if value is not None:
+                if type(value) is not int:
+                    raise ParameterInvalid(f"{attr} must be an int, got {describe(value)}")
+                setattr(req.table_options, attr, value)
+        self._call("UpdateTable", req)
+        with self._lock:
+            self._tables.pop(name, None)
+        return self.describe_table(name)
+
+    def delete_table(self, name: str) -> None:
+        self._call("DeleteTable", pb.DeleteTableRequest(table_name=name))
+        with self._lock:
+            self._tables.pop(name, None)
+
+    # -- batches ------------------------------------------------------------------
+
+    def batch_get_row(self, requests: list) -> list[BatchGetResult]:
+        """Up to 100 rows across tables; one result per request, in order."""
+        requests = _check_count(requests, MAX_BATCH_GET, "batch_get_row")
+        req = pb.BatchGetRowRequest()
+        groups: dict[tuple, object] = {}
+        results: list[BatchGetResult] = []
+        for item in requests:
+            if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
+                raise ParameterInvalid(f"batch_get_row item must be (table, pk[, options]), got {describe(item)}")
+            name, pk = item[0], item[1]
+            opts = item[2] if len(item) == 3 else {}
+            result = BatchGetResult(str(name), pk if isinstance(pk, tuple) else (pk,))
+            results.append(result)
+            try:
+                table = self.table(name)
+                values, cells = table._pk_cells(pk)
+            except WidetableError as exc:
+                result.error = exc
+                continue
+            result.primary_key = values
+            key = (name, repr(sorted(opts.items())) if isinstance(opts, dict) else repr(opts))
+            msg = groups.get(key)
+            if msg is None:
+                scratch = pb.TableInBatchGetRowRequest(table_name=name)
+                try:
+                    if not isinstance(opts, dict):
+                        raise ParameterInvalid(f"batch_get_row options must be a dict, got {describe(opts)}")
+                    fill_read(scratch, opts.get("columns"), opts.get("max_versions"),
+                              opts.get("time_range"), opts.get("filter"))
+                except WidetableError as exc:
+                    result.error = exc
+                    continue
+                msg = groups[key] = req.tables.add()
+                msg.CopyFrom(scratch)
+            msg.primary_key.append(plainbuffer.encode_primary_key(cells))  # type: ignore[attr-defined]
+        order = list(groups)
+        if not order:
+            return results
+        resp = pb.BatchGetRowResponse.FromString(self._call("BatchGetRow", req))
+        cursor = {key: iter(t.rows) for key, t in zip(order, resp.tables)}
+        for result, item in zip(results, requests):
+            if result.error is not None:
+                continue
+            opts = item[2] if len(item) == 3 else {}
+            row = next(cursor[(item[0], repr(sorted(opts.items())))])
+            if not row.is_ok:
+                result.error = error_of(row.error.code, row.error.message)
+            elif row.row:
+                result.row = to_row(plainbuffer.decode_row(row.row))
+        return results
+
+    def batch_write_row(self, requests: list, transaction_id: str | None = None) -> list[BatchWriteResult]:
+        """Up to 200 rows (4 MB) across tables; one result per row. Not atomic across rows."""
+        requests = _check_count(requests, MAX_BATCH_WRITE, "batch_write_row")
+        req = pb.BatchWriteRowRequest()
+        if transaction_id:
+            req.transaction_id = transaction_id
+        tables: dict[str, object] = {}
+        results: list[BatchWriteResult] = []
+        for item in requests:
+            if not isinstance(item, (list, tuple)) or len(item) not in (3, 4, 5):
+                raise ParameterInvalid(
+                    f"batch_write_row item must be (table, op, pk, payload[, condition]), got {describe(item)}")
+            name, op, pk = item[0], item[1], item[2]
+            payload = item[3] if len(item) > 3 else None
+            if op not in _OPS:
+                raise ParameterInvalid(f"batch_write_row op must be put, update or delete, got {describe(op)}")
+            if op == "update" and (not isinstance(payload, dict) or set(payload) - set(_UPDATE_PARTS)):
+                raise ParameterInvalid(
+                    f"an update's payload must be a dict of {_UPDATE_PARTS}, got {describe(payload)}")
+            result = BatchWriteResult(name, op, pk if isinstance(pk, tuple) else (pk,))
+            results.append(result)
+            try:
+                table = self.table(name)
+                values, cells = table._pk_cells(pk)
+            except WidetableError as exc:
+                result.error = exc
+                continue
+            result.primary_key = values
+            msg = tables.get(name)
+            row = pb.RowInBatchWriteRowRequest(type=_OPS[op])
+            try:
+                convert.encode_condition(row.condition, as_condition(item[4] if len(item) > 4 else None))
+                if op == "put":
+                    change = PlainRow(cells, convert.put_cells(payload))
+                    if table._auto:
+                        row.return_content.return_type = RT_PK
+                elif op == "update":
+                    change = PlainRow(cells, convert.update_cells(**payload))
+                    if payload.get("increment"):
+                        row.return_content.return_type = RT_AFTER_MODIFY
+                else:
+                    change = PlainRow(cells, [], True)
+                row.row_change = plainbuffer.encode_row(change)
+            except WidetableError as exc:
+                result.error = exc
+                continue
+            if msg is None:
+                msg = tables[name] = req.tables.add(table_name=name)
+            msg.rows.add().CopyFrom(row)  # type: ignore[attr-defined]
+        if req.ByteSize() > MAX_REQUEST_BYTES:
+            raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
+        if not tables:
+            return results
+        resp = pb.BatchWriteRowResponse.FromString(self._call("BatchWriteRow", req))
+        cursor = {t.table_name: iter(t.rows) for t in resp.tables}
+        for result in results:
+            if result.error is not None:
+                continue
+            row = next(cursor[result.table])
+            if not row.is_ok:
+                result.error = error_of(row.error.code, row.error.message)
+                continue
+            result.result = RemoteTable._result(result.primary_key, row.row)
+            result.primary_key = result.result.primary_key
+        return results
+
+    # -- transactions -------------------------------------------------------------
+
+    def start_local_transaction(self, table: str, partition_key: object,
+                                timeout: float = DEFAULT_TIMEOUT) -> RemoteTransaction:
+        """Open a transaction on one partition-key value (see the embedded API). The
+        server's timeout applies; the protocol carries no other."""
+        if timeout != DEFAULT_TIMEOUT:
+            raise NotSupported("the Tablestore protocol carries no transaction timeout")
+        t = self.table(table)
+        req = pb.StartLocalTransactionRequest(
+            table_name=table,
+            key=plainbuffer.encode_primary_key([(t._names[0], partition_key)]),
+        )
+        resp = pb.StartLocalTransactionResponse.FromString(self._call("StartLocalTransaction", req))
+        return RemoteTransaction(self, t, partition_key, resp.transaction_id)
+
+    def commit_transaction(self, transaction_id: str) -> None:
+        self._call("CommitTransaction", pb.CommitTransactionRequest(transaction_id=transaction_id))
+
+    def abort_transaction(self, transaction_id: str) -> None:
+        self._call("AbortTransaction", pb.AbortTransactionRequest(transaction_id=transaction_id))
+
+    def compute_split_points_by_size(self, name: str, split_size: int) -> list[tuple]:
+        """Split points (key prefixes) of about ``split_size`` bytes apart."""
+        req = pb.ComputeSplitPointsBySizeRequest(table_name=name, split_size=max(1, split_size),
+                                                 split_size_unit_in_byte=1)
+        resp = pb.ComputeSplitPointsBySizeResponse.FromString(
+            self._call("ComputeSplitPointsBySize", req))
+        return [tuple(v for _, v in plainbuffer.decode_row(p).primary_key) for p in resp.split_points]
+
+
+def _split_value(value: object, kind: str, inf: int) -> bytes:
+    if value is None:
+        return bytes((inf,))
+    if kind == "STRING" and isinstance(value, str):
+        raw = value.encode("utf-8")
+        return bytes((plainbuffer.VT_STRING,)) + len(raw).to_bytes(4, "little") + raw
+    return plainbuffer.encode_value(value)
+
+
+def _description(meta, options, created: int) -> TableDescription:
+    primary_key = [(c.name, convert.PK_TYPES.get(c.type, str(c.type))) for c in meta.primary_key]
+    auto = next((c.name for c in meta.primary_key
+                 if c.HasField("option") and c.option == convert.AUTO_INCREMENT_OPTION), None)
+    opts = TableOptions(options.max_versions, options.time_to_live,
+                        options.deviation_cell_version_in_sec)
+    return TableDescription(meta.table_name, primary_key, opts, 0, float(created), auto_increment=auto)
+
+
+def connect(endpoint: str, access_key_id: str, access_key_secret: str,
+            instance: str = "widetable", timeout: float = 30.0, retrier: Retrier | None = None,
+            ssl_context: ssl.SSLContext | None = None) -> RemoteDatabase:
+    """A widetable server at ``endpoint`` (``http://host:port``), used like a local Database.
+
+    Requests are signed with the access key; throttling errors are retried with
+    backoff (``retrier``). No request is made until the first call.
+    """
+    if not isinstance(access_key_id, str) or not access_key_id:
+        raise ParameterInvalid("access_key_id must be a non-empty string")
+    if not isinstance(access_key_secret, str) or not access_key_secret:
+        raise ParameterInvalid("access_key_secret must be a non-empty string")
+    return RemoteDatabase(Transport(endpoint, access_key_id, access_key_secret, instance, timeout,
+                                    retrier, ssl_context))
+
+
+__all__ = ["RemoteDatabase", "WriteResult", "connect"]

@@ -1,0 +1,279 @@
+"""Remote tables and transactions: the embedded Table API over Tablestore's protocol.
+
+Every call is one request (``scan`` one per page) and returns the library's
+own result objects; errors are the library's WidetableError classes with the
+server's codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Self
+
+from ..errors import ParameterInvalid, describe
+from ..keys import codec
+from ..server import convert, plainbuffer
+from ..server.plainbuffer import PlainRow
+from ..server.proto import enum_value, pb
+from ..table.filters import as_condition
+from ..table.row import RangeResult, Row, WriteResult
+from ..table.schema import TableSchema
+from ..table.table import SCAN_PAGE_ROWS, Table, _check_direction
+
+if TYPE_CHECKING:
+    from .database import RemoteDatabase
+
+RT_PK = enum_value("ReturnType", "RT_PK")
+RT_AFTER_MODIFY = enum_value("ReturnType", "RT_AFTER_MODIFY")
+FORWARD = enum_value("Direction", "FORWARD")
+BACKWARD = enum_value("Direction", "BACKWARD")
+
+
+def to_row(row: PlainRow) -> Row:
+    """A PlainBuffer result row as the library's Row (newest version first per column)."""
+    pk = tuple(v for _, v in row.primary_key)
+    columns: dict = {}
+    stamps: dict = {}
+    versions: dict[str, list] = {}
+    for c in row.cells:
+        if c.name not in columns:
+            columns[c.name] = c.value
+            stamps[c.name] = c.timestamp
+            versions[c.name] = [(c.timestamp, c.value)]
+        else:
+            versions[c.name].append((c.timestamp, c.value))
+    many = any(len(v) > 1 for v in versions.values())
+    return Row(pk, columns, stamps, versions if many else None)
+
+
+def fill_read(msg, columns, max_versions, time_range, filter) -> None:
+    """Set the read options of a GetRow / GetRange / batch item message."""
+    if columns is not None:
+        if isinstance(columns, str) or not isinstance(columns, (list, tuple, set)):
+            raise ParameterInvalid(f"columns must be a list of column names, got {describe(columns)}")
+        msg.columns_to_get.extend(columns)
+    if type(time_range) is int:
+        msg.time_range.specific_time = time_range
+    elif time_range is not None:
+        if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
+            raise ParameterInvalid(f"time_range must be (start_ms, end_ms), got {describe(time_range)}")
+        msg.time_range.start_time, msg.time_range.end_time = time_range
+    if max_versions is not None:
+        if type(max_versions) is not int or not 0 < max_versions < 2**31:
+            raise ParameterInvalid(f"max_versions must be a positive integer, got {describe(max_versions)}")
+        msg.max_versions = max_versions
+    elif time_range is None:
+        msg.max_versions = 1  # the service needs one of max_versions and time_range
+    if filter is not None:
+        if not convert.is_filter(filter):
+            raise ParameterInvalid(f"filter must be a Filter or ColumnPagination, got {describe(filter)}")
+        msg.filter = convert.encode_filter(filter)
+
+
+class RemoteTable:
+    """A table on a widetable server; the same methods as :class:`widetable.Table`."""
+
+    normalize_pk = Table.normalize_pk
+
+    def __init__(self, db: RemoteDatabase, schema: TableSchema) -> None:
+        self._db = db
+        self.schema = schema
+        self.name = schema.name
+        self._names = schema.pk_names
+        self._auto = schema.auto_increment
+
+    def __repr__(self) -> str:
+        return f"<RemoteTable {self.name!r} pk={list(self.schema.primary_key)}>"
+
+    def _pk_cells(self, pk: object) -> tuple[tuple, list]:
+        values = self.normalize_pk(pk)
+        if len(values) != len(self._names):
+            from ..errors import InvalidPK
+
+            raise InvalidPK(f"primary key {describe(pk)} must have {len(self._names)} columns "
+                            f"{list(self._names)}")
+        return values, list(zip(self._names, values))
+
+    # -- reads ------------------------------------------------------------------
+
+    def get_row(self, pk: object, columns: list[str] | None = None, max_versions: int | None = None,
+                time_range: object = None, filter: object = None,
+                transaction_id: str | None = None) -> Row | None:
+        """Read one row, or None (see :meth:`widetable.Table.get_row`)."""
+        _, cells = self._pk_cells(pk)
+        req = pb.GetRowRequest(table_name=self.name, primary_key=plainbuffer.encode_primary_key(cells))
+        fill_read(req, columns, max_versions, time_range, filter)
+        if transaction_id:
+            req.transaction_id = transaction_id
+        resp = pb.GetRowResponse.FromString(self._db._call("GetRow", req))
+        return to_row(plainbuffer.decode_row(resp.row)) if resp.row else None
+
+    def get_range(self, start: object, end: object, direction: str = "forward",
+                  limit: int | None = None, columns: list[str] | None = None,
+                  max_versions: int | None = None, time_range: object = None,
+                  filter: object = None, transaction_id: str | None = None) -> RangeResult:
+        """One page of ``[start, end)`` (see :meth:`widetable.Table.get_range`)."""
+        reverse = _check_direction(direction)
+        pad = codec.INF_MAX if reverse else codec.INF_MIN
+        if limit is not None and (type(limit) is not int or limit <= 0):
+            raise ParameterInvalid(f"limit must be a positive integer, got {describe(limit)}")
+        for b in (start, end):
+            if isinstance(b, (tuple, list)) and len(b) > len(self._names):
+                from ..errors import InvalidPK
+
+                raise InvalidPK(f"range bound {describe(b)} has more columns than {list(self._names)}")
+        req = pb.GetRangeRequest(
+            table_name=self.name, direction=BACKWARD if reverse else FORWARD,
+            inclusive_start_primary_key=plainbuffer.encode_primary_key(
+                convert.bound(self._names, start, pad)),
+            exclusive_end_primary_key=plainbuffer.encode_primary_key(
+                convert.bound(self._names, end, pad)),
+        )
+        if limit is not None:
+            req.limit = min(limit, 2**31 - 1)
+        fill_read(req, columns, max_versions, time_range, filter)
+        if transaction_id:
+            req.transaction_id = transaction_id
+        resp = pb.GetRangeResponse.FromString(self._db._call("GetRange", req))
+        rows = [to_row(r) for r in plainbuffer.decode_rows(resp.rows)]
+        nxt = None
+        if resp.next_start_primary_key:
+            nxt = tuple(v for _, v in plainbuffer.decode_row(resp.next_start_primary_key).primary_key)
+        return RangeResult(rows, nxt)
+
+    def scan(self, start: object = None, end: object = None, direction: str = "forward",
+             columns: list[str] | None = None, max_versions: int | None = None,
+             time_range: object = None, filter: object = None,
+             page_size: int = SCAN_PAGE_ROWS) -> Iterator[Row]:
+        """Every row of a range, page by page (see :meth:`widetable.Table.scan`)."""
+        reverse = _check_direction(direction)
+        lo, hi = (codec.INF_MAX, codec.INF_MIN) if reverse else (codec.INF_MIN, codec.INF_MAX)
+        start = (lo,) * len(self._names) if start is None else start
+        end = (hi,) * len(self._names) if end is None else end
+        while True:
+            page = self.get_range(start, end, direction, page_size, columns, max_versions,
+                                  time_range, filter)
+            yield from page.rows
+            if page.next_start_primary_key is None:
+                return
+            start = page.next_start_primary_key
+
+    # -- writes -----------------------------------------------------------------
+
+    def put_row(self, pk: object, columns: object = None, condition: object = None,
+                transaction_id: str | None = None) -> WriteResult:
+        """Write a whole row (see :meth:`widetable.Table.put_row`)."""
+        values, cells = self._pk_cells(pk)
+        row = PlainRow(cells, convert.put_cells(columns))
+        req = pb.PutRowRequest(table_name=self.name, row=plainbuffer.encode_row(row))
+        convert.encode_condition(req.condition, as_condition(condition))
+        if self._auto:
+            req.return_content.return_type = RT_PK
+        if transaction_id:
+            req.transaction_id = transaction_id
+        resp = pb.PutRowResponse.FromString(self._db._call("PutRow", req))
+        return self._result(values, resp.row)
+
+    def update_row(self, pk: object, put: object = None, delete_version: object = None,
+                   delete_column: object = None, increment: object = None,
+                   condition: object = None, transaction_id: str | None = None) -> WriteResult:
+        """Change some columns of a row (see :meth:`widetable.Table.update_row`)."""
+        values, cells = self._pk_cells(pk)
+        changes = convert.update_cells(put, delete_version, delete_column, increment)
+        if not changes:
+            raise ParameterInvalid("update_row needs put, delete_version, delete_column or increment")
+        req = pb.UpdateRowRequest(table_name=self.name,
+                                  row_change=plainbuffer.encode_row(PlainRow(cells, changes)))
+        convert.encode_condition(req.condition, as_condition(condition))
+        if increment:
+            req.return_content.return_type = RT_AFTER_MODIFY
+        if transaction_id:
+            req.transaction_id = transaction_id
+        resp = pb.UpdateRowResponse.FromString(self._db._call("UpdateRow", req))
+        return self._result(values, resp.row)
+
+    def delete_row(self, pk: object, condition: object = None,
+                   transaction_id: str | None = None) -> WriteResult:
+        """Delete a row (see :meth:`widetable.Table.delete_row`)."""
+        values, cells = self._pk_cells(pk)
+        req = pb.DeleteRowRequest(table_name=self.name,
+                                  primary_key=plainbuffer.encode_row(PlainRow(cells, [], True)))
+        convert.encode_condition(req.condition, as_condition(condition))
+        if transaction_id:
+            req.transaction_id = transaction_id
+        self._db._call("DeleteRow", req)
+        return WriteResult(values)
+
+    @staticmethod
+    def _result(values: tuple, data: bytes) -> WriteResult:
+        if not data:
+            return WriteResult(values)
+        row = plainbuffer.decode_row(data)
+        return WriteResult(tuple(v for _, v in row.primary_key),
+                           {c.name: c.value for c in row.cells})
+
+
+class RemoteTransaction:
+    """A local transaction on a widetable server (see :class:`widetable.LocalTransaction`)."""
+
+    def __init__(self, db: RemoteDatabase, table: RemoteTable, partition_key: object,
+                 transaction_id: str) -> None:
+        self._db = db
+        self.table = table
+        self.partition_key = partition_key
+        self.transaction_id = transaction_id
+        self.state = "active"
+
+    def __repr__(self) -> str:
+        return f"<RemoteTransaction {self.transaction_id} {self.table.name!r} {self.state}>"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.state != "active":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def get_row(self, pk: object, **options) -> Row | None:
+        return self.table.get_row(pk, transaction_id=self.transaction_id, **options)
+
+    def get_range(self, start: object, end: object, direction: str = "forward", **options) -> RangeResult:
+        return self.table.get_range(start, end, direction, transaction_id=self.transaction_id, **options)
+
+    def scan(self, direction: str = "forward", **options) -> Iterator[Row]:
+        reverse = _check_direction(direction)
+        lo, hi = (codec.INF_MAX, codec.INF_MIN) if reverse else (codec.INF_MIN, codec.INF_MAX)
+        n = len(self.table._names) - 1
+        start, end = (self.partition_key,) + (lo,) * n, (self.partition_key,) + (hi,) * n
+        while True:
+            page = self.get_range(start, end, direction, **options)
+            yield from page.rows
+            if page.next_start_primary_key is None:
+                return
+            start = page.next_start_primary_key
+
+    def put_row(self, pk: object, columns: object = None, condition: object = None) -> WriteResult:
+        return self.table.put_row(pk, columns, condition, transaction_id=self.transaction_id)
+
+    def update_row(self, pk: object, put: object = None, delete_version: object = None,
+                   delete_column: object = None, increment: object = None,
+                   condition: object = None) -> WriteResult:
+        return self.table.update_row(pk, put, delete_version, delete_column, increment, condition,
+                                     transaction_id=self.transaction_id)
+
+    def delete_row(self, pk: object, condition: object = None) -> WriteResult:
+        return self.table.delete_row(pk, condition, transaction_id=self.transaction_id)
+
+    def commit(self) -> None:
+        """Commit; ``OTSSessionNotExist`` if the transaction already ended."""
+        self._db.commit_transaction(self.transaction_id)
+        self.state = "committed"
+
+    def abort(self) -> None:
+        """Abort; ``OTSSessionNotExist`` if the transaction already ended."""
+        self._db.abort_transaction(self.transaction_id)
+        self.state = "aborted"

@@ -1,0 +1,147 @@
+"""The key-design advisor: evidence in, findings out, fixes simulated.
+
+``advise(db, "table")`` samples the table's keys and rows, reads its recorded
+statistics (``db.table_stats``) and partition estimates, runs every rule of
+:mod:`.rules` and returns an :class:`Advice`. ``advise_evidence(ev)`` does the
+same for evidence gathered elsewhere (a key file, a crafted design in a test).
+
+With ``simulate=True`` each finding whose fix is a different key (monotonic
+first column, skewed partition key) is checked by the simulator: a workload
+recorded from the evidence (:mod:`.record`) is replayed under the current key
+and under the fix, and both results are attached to the finding.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import ParameterInvalid
+from ..table.values import now_ms
+from .findings import SEVERITY_ORDER, Comparison, Evidence, Finding, RowShape
+from .record import record_workload, with_design
+from .rules import run_rules
+from .simulate import SimConfig, simulate
+from .workloads import KeyDesign
+
+SAMPLE = 2000
+MAX_SCAN = 200_000
+SIMULATED_OPS = 16_000
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """The advisor's report on one table: findings, worst first."""
+
+    table: str
+    primary_key: tuple[tuple[str, str], ...]
+    sampled_keys: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def rules(self) -> set[str]:
+        return {f.rule for f in self.findings}
+
+    def to_dict(self) -> dict:
+        return {
+            "table": self.table, "primary_key": [list(c) for c in self.primary_key],
+            "sampled_keys": self.sampled_keys, "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def _size(v: object) -> int:
+    if isinstance(v, (bytes, str)):
+        return len(v.encode() if isinstance(v, str) else v)
+    return 8
+
+
+def sample_table(db, name: str, size: int = SAMPLE, seed: int = 0) -> tuple[list[tuple], list[RowShape]]:
+    """A reservoir sample of ``size`` rows (keys and shapes) from the first ``MAX_SCAN`` rows."""
+    rng = random.Random(seed)
+    keys: list[tuple] = []
+    shapes: list[RowShape] = []
+    for n, row in enumerate(db.table(name).scan()):
+        if n >= MAX_SCAN:
+            break
+        cells = [_size(v) for v in row.columns.values()]
+        stamps = row.timestamps.values()
+        shape = RowShape(len(cells), max(cells, default=0), sum(cells), max(stamps, default=0))
+        if n < size:
+            keys.append(tuple(row.primary_key))
+            shapes.append(shape)
+        else:
+            j = rng.randrange(n + 1)
+            if j < size:
+                keys[j] = tuple(row.primary_key)
+                shapes[j] = shape
+    return keys, shapes
+
+
+def read_keys_file(path: str | Path) -> list[tuple]:
+    """Primary keys from a file: one JSON array per line (JSON Lines), or a JSON list of arrays."""
+    text = Path(path).read_text(encoding="utf-8").strip()
+    if text.startswith("[") and "\n" not in text.split("]", 1)[0] and text.endswith("]]"):
+        items = json.loads(text)
+    else:
+        items = [json.loads(line) for line in text.splitlines() if line.strip()]
+    out = []
+    for item in items:
+        out.append(tuple(item) if isinstance(item, list) else (item,))
+    return out
+
+
+def gather(
+    db, name: str, keys: list[tuple] | None = None, range_scans: bool | None = None,
+    expected_bytes: int | None = None, sample: int = SAMPLE,
+) -> Evidence:
+    """Evidence about table ``name``: its schema, a key sample (or ``keys``), stats, estimates."""
+    d = db.describe_table(name)
+    sampled, shapes = sample_table(db, name, sample)
+    try:
+        stats = db.table_stats(name)
+    except Exception:  # noqa: BLE001 - a table without partition statistics
+        stats = None
+    return Evidence(
+        table=name, primary_key=tuple(tuple(c) for c in d.primary_key),  # type: ignore[misc]
+        keys=tuple(keys if keys is not None else sampled), rows=tuple(shapes), stats=stats,
+        total_rows=sum(p.rows for p in d.partitions), total_bytes=sum(p.bytes for p in d.partitions),
+        partition_bytes=tuple(p.bytes for p in d.partitions),
+        partition_ids=tuple(p.id for p in d.partitions),
+        range_scans=range_scans, expected_bytes=expected_bytes, now_ms=now_ms(),
+    )
+
+
+def advise(
+    db, name: str, keys: list[tuple] | None = None, range_scans: bool | None = None,
+    expected_bytes: int | None = None, simulate_fixes: bool = True, seed: int = 0,
+) -> Advice:
+    """Advise on table ``name`` of ``db``; see the module docstring."""
+    ev = gather(db, name, keys, range_scans, expected_bytes)
+    return advise_evidence(ev, simulate_fixes, seed)
+
+
+def advise_evidence(ev: Evidence, simulate_fixes: bool = False, seed: int = 0) -> Advice:
+    """Run every rule on ``ev``; optionally simulate the fixes that change the key."""
+    if not ev.primary_key:
+        raise ParameterInvalid("the evidence has no primary key")
+    findings = run_rules(ev)
+    if simulate_fixes:
+        findings = [_simulated(ev, f, seed) for f in findings]
+    findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
+    return Advice(ev.table, ev.primary_key, len(ev.keys), tuple(findings))
+
+
+def _simulated(ev: Evidence, f: Finding, seed: int) -> Finding:
+    if not f.fix_design or not ev.keys:
+        return f
+    fix = KeyDesign("fix", tuple(f.fix_design), note=f.fix)
+    if [c.name for c in fix.columns] == [n for n, _ in ev.primary_key] and not fix.columns[0].transform:
+        return f
+    workload = with_design(record_workload(ev), fix)
+    report = simulate(workload, None, SimConfig(seed=seed, ops=SIMULATED_OPS))
+    before, after = report.result("current"), report.result("fix")
+    cmp = Comparison(workload.name, before.primary_key, after.primary_key,
+                     before.metrics(), after.metrics())
+    return replace(f, simulation=cmp)

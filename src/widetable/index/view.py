@@ -1,0 +1,108 @@
+"""An index read like a table: ``db.table(index_name)`` returns an :class:`IndexTable`.
+
+Reads (get_row, get_range, scan) work as on any table, over the index key.
+``fetch_base=True`` returns the matching base rows instead of the index rows
+(rows whose base row is gone, as a global index may briefly show, are left
+out). Every write raises ``OTSParameterInvalid``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import msgpack
+
+from ..errors import ParameterInvalid
+from ..table.row import RangeResult, Row
+from ..table.table import Table
+from .schema import IndexCodec
+
+if TYPE_CHECKING:
+    from ..db import Database
+
+
+class IndexTable(Table):
+    """A read-only view of one index. ``base`` is the indexed table."""
+
+    def __init__(self, db: Database, base: Table, codec: IndexCodec) -> None:
+        super().__init__(db, codec.schema)
+        self.base = base
+        self.index_type = codec.spec.index_type
+        self._codec = codec
+
+    def __repr__(self) -> str:
+        return f"<Index {self.name!r} of {self.base.name!r} pk={list(self.schema.pk_names)}>"
+
+    # -- reads ----------------------------------------------------------------
+
+    def get_row(self, pk: object, columns: list[str] | None = None, max_versions: int | None = None,
+                time_range: object = None, filter: object = None, fetch_base: bool = False) -> Row | None:
+        """``Table.get_row`` on the index; with ``fetch_base`` the base row it points to."""
+        row = super().get_row(pk, None if fetch_base else columns, max_versions, time_range,
+                              None if fetch_base else filter)
+        if row is None or not fetch_base:
+            return row
+        return self.base.get_row(self._codec.base_pk(row.primary_key), columns, max_versions,
+                                 time_range, filter)
+
+    def get_range(self, start: object, end: object, direction: str = "forward",
+                  limit: int | None = None, columns: list[str] | None = None,
+                  max_versions: int | None = None, time_range: object = None,
+                  filter: object = None, fetch_base: bool = False) -> RangeResult:
+        """``Table.get_range`` over the index key; with ``fetch_base`` the base rows, in index order."""
+        if not fetch_base:
+            return super().get_range(start, end, direction, limit, columns, max_versions,
+                                     time_range, filter)
+        page = super().get_range(start, end, direction, limit)
+        return RangeResult(self._fetch(page.rows, columns, max_versions, time_range, filter),
+                           page.next_start_primary_key)
+
+    def scan(self, start: object = None, end: object = None, direction: str = "forward",
+             columns: list[str] | None = None, max_versions: int | None = None,
+             time_range: object = None, filter: object = None, page_size: int = 500,
+             fetch_base: bool = False) -> Iterator[Row]:
+        """``Table.scan`` over the index key; with ``fetch_base`` the base rows, in index order."""
+        if not fetch_base:
+            return super().scan(start, end, direction, columns, max_versions, time_range,
+                                filter, page_size)
+        return self._scan_base(start, end, direction, columns, max_versions, time_range, filter,
+                               page_size)
+
+    def _scan_base(self, start, end, direction, columns, max_versions, time_range, filter,
+                   page_size) -> Iterator[Row]:
+        page: list[Row] = []
+        for row in super().scan(start, end, direction, page_size=page_size):
+            page.append(row)
+            if len(page) >= 100:
+                yield from self._fetch(page, columns, max_versions, time_range, filter)
+                page = []
+        yield from self._fetch(page, columns, max_versions, time_range, filter)
+
+    def _fetch(self, rows: list[Row], columns, max_versions, time_range, filter) -> list[Row]:
+        if not rows:
+            return []
+        base = self.base
+        keys = [base._key(self._codec.base_pk(r.primary_key))[1] for r in rows]
+        reader = base.reader(columns, max_versions, time_range, filter)
+        out = []
+        for blob in base._engine.multi_get(keys):
+            if blob is not None:
+                row = reader(base_unpack(blob))
+                if row is not None:
+                    out.append(row)
+        return out
+
+    # -- writes are refused -----------------------------------------------------
+
+    def _refuse(self, *args: object, **kwargs: object):
+        raise ParameterInvalid(
+            f"cannot write to index {self.name!r}: it is maintained from table "
+            f"{self.base.name!r}; write to the table instead"
+        )
+
+    put_row = update_row = delete_row = encode_put = _refuse  # type: ignore[assignment]
+
+
+def base_unpack(blob: bytes) -> list:
+    return msgpack.unpackb(blob, use_list=False, raw=False)

@@ -1,0 +1,152 @@
+"""Row APIs: GetRow, PutRow, UpdateRow, DeleteRow and GetRange, in or out of a
+local transaction (``transaction_id``)."""
+
+from __future__ import annotations
+
+from ..db import Database
+from ..errors import NotSupported, ParameterInvalid
+from ..table.row import WriteResult
+from . import convert, plainbuffer
+from .plainbuffer import Cell, PlainRow
+from .proto import enum_value, pb
+
+RT_NONE = enum_value("ReturnType", "RT_NONE")
+RT_PK = enum_value("ReturnType", "RT_PK")
+RT_AFTER_MODIFY = enum_value("ReturnType", "RT_AFTER_MODIFY")
+BACKWARD = enum_value("Direction", "BACKWARD")
+
+
+def target(db: Database, table_name: str, transaction_id: str):
+    """``(table, reader/writer)``: the transaction if one is named, else the table."""
+    table = db.table(table_name)
+    if not transaction_id:
+        return table, table
+    txn = db.transaction(transaction_id)
+    if txn.table is not table:
+        raise ParameterInvalid(
+            f"transaction {transaction_id} is on table {txn.table.name!r}, not {table_name!r}"
+        )
+    return table, txn
+
+
+def read_options(req) -> dict:
+    """columns, max_versions, time_range and filter of a GetRow / GetRange / batch item."""
+    if req.start_column or req.end_column:
+        raise NotSupported("start_column / end_column are not supported; use a column pagination filter")
+    if req.token:
+        raise NotSupported("row tokens are not supported; use a column pagination filter")
+    opts: dict = {}
+    if len(req.columns_to_get):
+        opts["columns"] = list(req.columns_to_get)
+    time_range = convert.time_range_of(req.time_range) if req.HasField("time_range") else None
+    if time_range is not None:
+        opts["time_range"] = time_range
+    if req.HasField("max_versions") and (req.max_versions != 1 or time_range is not None):
+        opts["max_versions"] = req.max_versions  # 1 is the library's default
+    if req.filter:
+        opts["filter"] = convert.decode_filter(req.filter)
+    return opts
+
+
+def get_row(db: Database, req) -> object:
+    table, reader = target(db, req.table_name, req.transaction_id)
+    pk = convert.key_values(table, plainbuffer.decode_row(req.primary_key).primary_key)
+    row = reader.get_row(pk, **read_options(req))
+    resp = pb.GetRowResponse()
+    if row is None:
+        resp.consumed.CopyFrom(convert.consumed(read=1))
+        resp.row = b""
+        return resp
+    names = table._names
+    resp.consumed.CopyFrom(convert.consumed(read=convert.capacity_units(convert.row_size(names, row))))
+    resp.row = plainbuffer.encode_row(convert.plain_row(names, row))
+    return resp
+
+
+def returned_row(table, req_return, result: WriteResult) -> bytes:
+    """The ``row`` of a write response, as ReturnContent asks."""
+    kind = req_return.return_type if req_return is not None else RT_NONE
+    if kind == RT_NONE:
+        return b""
+    row = convert.pk_row(table._names, result.primary_key)
+    if kind == RT_AFTER_MODIFY:
+        wanted = set(req_return.return_column_names)
+        row.cells = [Cell(n, v) for n, v in sorted(result.increments.items())
+                     if not wanted or n in wanted]
+    return plainbuffer.encode_row(row)
+
+
+def write_cu(table, values: tuple, cells: list[Cell], condition) -> tuple[int, int]:
+    """(read, write) CUs of a write: the key and written cells; a condition reads 1."""
+    size = convert.pk_size(table._names, values)
+    for c in cells:
+        size += len(c.name.encode("utf-8")) + convert.value_size(c.value)
+    return (1 if condition is not None else 0), convert.capacity_units(size)
+
+
+def _write_response(cls, table, req, values, cells, condition, result):
+    read, write = write_cu(table, values, cells, condition)
+    resp = cls()
+    resp.consumed.CopyFrom(convert.consumed(read, write))
+    ret = req.return_content if req.HasField("return_content") else None
+    row = returned_row(table, ret, result)
+    if row:
+        resp.row = row
+    return resp
+
+
+def put_row(db: Database, req) -> object:
+    table, writer = target(db, req.table_name, req.transaction_id)
+    row = plainbuffer.decode_row(req.row)
+    pk = convert.key_values(table, row.primary_key)
+    condition = convert.decode_condition(req.condition)
+    result = writer.put_row(pk, convert.put_columns(row), condition)
+    return _write_response(pb.PutRowResponse, table, req, pk, row.cells, condition, result)
+
+
+def update_row(db: Database, req) -> object:
+    table, writer = target(db, req.table_name, req.transaction_id)
+    row = plainbuffer.decode_row(req.row_change)
+    pk = convert.key_values(table, row.primary_key)
+    condition = convert.decode_condition(req.condition)
+    result = writer.update_row(pk, condition=condition, **convert.update_parts(row))
+    return _write_response(pb.UpdateRowResponse, table, req, pk, row.cells, condition, result)
+
+
+def delete_row(db: Database, req) -> object:
+    table, writer = target(db, req.table_name, req.transaction_id)
+    row = plainbuffer.decode_row(req.primary_key)
+    pk = convert.key_values(table, row.primary_key)
+    condition = convert.decode_condition(req.condition)
+    result = writer.delete_row(pk, condition)
+    return _write_response(pb.DeleteRowResponse, table, req, pk, [], condition, result)
+
+
+def get_range(db: Database, req) -> object:
+    table, reader = target(db, req.table_name, req.transaction_id)
+    start = convert.key_values(
+        table, plainbuffer.decode_row(req.inclusive_start_primary_key).primary_key, "start key"
+    )
+    end = convert.key_values(
+        table, plainbuffer.decode_row(req.exclusive_end_primary_key).primary_key, "end key"
+    )
+    if req.HasField("limit") and req.limit <= 0:
+        raise ParameterInvalid(f"limit must be > 0, got {req.limit}")
+    page = reader.get_range(
+        start, end, direction="backward" if req.direction == BACKWARD else "forward",
+        limit=req.limit if req.HasField("limit") else None, **read_options(req),
+    )
+    names = table._names
+    size = 0
+    rows: list[PlainRow] = []
+    for r in page.rows:
+        size += convert.row_size(names, r)
+        rows.append(convert.plain_row(names, r))
+    resp = pb.GetRangeResponse()
+    resp.consumed.CopyFrom(convert.consumed(read=convert.capacity_units(size)))
+    resp.rows = plainbuffer.encode_rows(rows)
+    if page.next_start_primary_key is not None:
+        resp.next_start_primary_key = plainbuffer.encode_primary_key(
+            list(zip(names, page.next_start_primary_key))
+        )
+    return resp

@@ -1,0 +1,165 @@
+"""Tablestore's Stream API over the change log.
+
+A table with ``stream=True`` has one stream, ``"<table>/<table id>"``. Its
+shards are the table's partitions, past and present: a split closes its
+parent shard and opens two children, a merge closes two and opens one, and
+``describe_stream`` shows the links. Within a shard, records come in commit
+order; a key's records before a split are in the parent, later ones in the
+child, so reading each parent to its end before its children keeps every
+key's records in order. Iterators are opaque strings.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+import msgpack
+
+from ..errors import ObjectNotExist, ParameterInvalid, describe
+from ..keys import layout
+from . import log
+from .log import StreamRecord
+
+_ITERATOR_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    stream_id: str
+    table: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ShardInfo:
+    """One shard. ``parents``: the shard(s) it was split from or merged from;
+    ``children``: the shards it became. A closed shard takes no new records."""
+
+    shard_id: int
+    parents: tuple[int, ...]
+    children: tuple[int, ...]
+    start: object  # partition-key values; None = unbounded (only for open shards)
+    end: object
+    closed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StreamDescription:
+    stream_id: str
+    table: str
+    status: str
+    retention: int  # seconds
+    shards: list[ShardInfo] = field(default_factory=list)
+    lagging_consumers: list[str] = field(default_factory=list)  # indexes behind retention
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRecords:
+    records: list[StreamRecord]
+    next_iterator: str | None  # None: the shard is closed and drained
+
+    def __iter__(self):
+        return iter(self.records)
+
+
+def _stream_table(db, stream_id: object):
+    if isinstance(stream_id, str) and "/" in stream_id:
+        name, _, tid = stream_id.rpartition("/")
+        table = db._tables.get(name)
+        if table is not None and str(table.schema.table_id) == tid and table.schema.stream:
+            return table
+    raise ObjectNotExist(f"stream {describe(stream_id)} does not exist")
+
+
+def list_stream(db, name: str | None = None) -> list[StreamInfo]:
+    tables = [db._base_table(name)] if name is not None else list(db._tables.values())
+    return [
+        StreamInfo(f"{t.name}/{t.schema.table_id}", t.name, t.schema.created_at)
+        for t in sorted(tables, key=lambda t: t.name) if t.schema.stream
+    ]
+
+
+def describe_stream(db, stream_id: str) -> StreamDescription:
+    table = _stream_table(db, stream_id)
+    tp = db._partitions.partitions(table)
+    live = {p.id: p for p in tp.router.parts}
+    parents: dict[int, list[int]] = {}
+    children: dict[int, list[int]] = {}
+    for event in tp.events():
+        if event.kind in ("split", "merge"):
+            for child in event.children:
+                parents.setdefault(child, []).extend(event.parents)
+            for parent in event.parents:
+                children.setdefault(parent, []).extend(event.children)
+    shards = []
+    for shard in range(tp.next_id):
+        p = live.get(shard)
+        shards.append(ShardInfo(
+            shard, tuple(parents.get(shard, ())), tuple(children.get(shard, ())),
+            tp.value_of(p.start) if p else None, tp.value_of(p.end) if p else None, p is None,
+        ))
+    lagging = [d.name for d in db._indexes.describe(table) if d.behind_retention]
+    return StreamDescription(stream_id, table.name, "active", table.schema.stream_retention,
+                             shards, lagging)
+
+
+def get_shard_iterator(db, stream_id: str, shard_id: object, position: object) -> str:
+    table = _stream_table(db, stream_id)
+    tp = db._partitions.partitions(table)
+    if type(shard_id) is not int or not 0 <= shard_id < tp.next_id:
+        raise ParameterInvalid(f"stream {stream_id!r} has no shard {describe(shard_id)}")
+    if position == "TRIM_HORIZON":
+        after = -1
+    elif position == "LATEST":
+        after = table._changes.seq if table._changes is not None else 0
+    elif type(position) is int and position >= 0:
+        after = position - 1
+    else:
+        raise ParameterInvalid(
+            f"position must be 'TRIM_HORIZON', 'LATEST' or a sequence number, got {describe(position)}"
+        )
+    return _encode(table.schema.table_id, shard_id, after)
+
+
+def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
+    table_id, shard, after = _decode(iterator)
+    table = next((t for t in db._tables.values() if t.schema.table_id == table_id), None)
+    if table is None or not table.schema.stream:
+        raise ObjectNotExist(f"the stream of iterator {describe(iterator)} does not exist")
+    if type(limit) is not int or not 1 <= limit <= 1000:
+        raise ParameterInvalid(f"limit must be 1-1000 records, got {describe(limit)}")
+    tp = db._partitions.partitions(table)
+    closed = shard not in {p.id for p in tp.router.parts}
+    feed = table._changes
+    if closed and feed is not None:
+        feed.barrier()  # no write can still be on its way into a closed shard
+    records: list[StreamRecord] = []
+    engine = db._engine
+    more = False
+    for key, value in engine.scan(*layout.change_log_range(table_id, shard, after)):
+        if len(records) >= limit:
+            more = True
+            break
+        after = int.from_bytes(key[9:17], "big")
+        if value[1:2] == bytes([log.PURGE]):  # fixarray marker, then the op: skip internal records
+            continue
+        records.append(log.decode_record(key, value))
+    if closed and not more:
+        return StreamRecords(records, None)
+    return StreamRecords(records, _encode(table_id, shard, after))
+
+
+def _encode(table_id: int, shard: int, after: int) -> str:
+    raw = msgpack.packb([_ITERATOR_VERSION, table_id, shard, after])
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def _decode(iterator: object) -> tuple[int, int, int]:
+    try:
+        v, table_id, shard, after = msgpack.unpackb(base64.urlsafe_b64decode(iterator))  # type: ignore[arg-type]
+        if v != _ITERATOR_VERSION:
+            raise ValueError(v)
+        return int(table_id), int(shard), int(after)
+    except Exception:  # noqa: BLE001 - any undecodable token is the caller's error
+        raise ParameterInvalid(f"invalid shard iterator {describe(iterator)}") from None

@@ -1,0 +1,156 @@
+"""The advisor: the seeds' verdicts on real tables, and each rule on a crafted bad and good design."""
+
+from __future__ import annotations
+
+import pytest
+
+import widetable
+from widetable.design.advisor import advise, advise_evidence, read_keys_file
+from widetable.design.findings import Evidence, RowShape
+from widetable.design.generate import Generator, primary_key
+from widetable.design.workloads import get_workload
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def seeded():
+    """One store with every design of the monitoring and student-card cases, 3000 writes each."""
+    db = widetable.open(":memory:", engine="memory", purge_interval=None, maintenance_interval=None)
+    for wname in ("monitoring", "student-card"):
+        w = get_workload(wname)
+        for d in w.designs:
+            t = db.create_table(f"{wname}_{d.name}".replace("-", "_"), d.primary_key, max_time_deviation=10**9)
+            for op in Generator(w, 0).ops(3000):
+                if op.kind == "write":
+                    t.put_row(primary_key(d, op.record), {"v": 1})
+    yield db
+    db.close()
+
+
+def rules_of(db, name, **kw) -> set[str]:
+    return advise(db, name, simulate_fixes=False, **kw).rules
+
+
+def test_seed_000_monitoring_verdicts(seeded) -> None:
+    assert "monotonic-first-key" in rules_of(seeded, "monitoring_timestamp_first")
+    assert rules_of(seeded, "monitoring_ip_first") == set()
+    assert rules_of(seeded, "monitoring_md5_prefix") == set()
+
+
+def test_seed_000_student_card_verdicts(seeded) -> None:
+    seller = advise(seeded, "student_card_SellerID", simulate_fixes=False)
+    assert "partition-key-skew" in seller.rules
+    f = next(f for f in seller.findings if f.rule == "partition-key-skew")
+    assert f.severity == "critical" and f.evidence["distinct_values"] == 20
+    assert "CardID" in f.fix and "seed 000" in f.seed_rule
+    assert rules_of(seeded, "student_card_CardID") == set()
+    assert "monotonic-first-key" in rules_of(seeded, "student_card_OrderNumber")
+
+
+def test_fix_is_simulated_before_and_after(seeded) -> None:
+    a = advise(seeded, "monitoring_timestamp_first", simulate_fixes=True)
+    f = next(f for f in a.findings if f.rule == "monotonic-first-key")
+    assert f.simulation is not None
+    assert f.simulation.after.startswith("MachineIp")
+    assert f.simulation.after_metrics["steady_throttled_share"] < f.simulation.before_metrics["steady_throttled_share"]
+    assert a.to_dict()["findings"][0]["simulation"]["before"]["design"] == f.simulation.before
+
+
+# -- each rule: fires on a crafted bad design, silent on a good one --------------------------
+
+PK2 = (("a", "STRING"), ("b", "INTEGER"))
+
+
+def ev(keys, pk=PK2, **kw) -> Evidence:
+    return Evidence("t", pk, keys=tuple(keys), **kw)
+
+
+def fired(e: Evidence) -> set[str]:
+    return advise_evidence(e).rules
+
+
+GOOD = [(f"user{i:05d}", i) for i in range(500)]
+
+
+def test_good_design_is_silent() -> None:
+    assert fired(ev(GOOD)) == set()
+
+
+def test_monotonic_first_key() -> None:
+    bad = ev([(1718000000 + i, f"h{i % 9}") for i in range(500)], pk=(("ts", "INTEGER"), ("h", "STRING")))
+    assert "monotonic-first-key" in fired(bad)
+    seq = ev([(i, f"h{i}") for i in range(500)], pk=(("id", "INTEGER"), ("h", "STRING")))
+    assert "monotonic-first-key" in fired(seq)
+
+
+def test_partition_key_skew() -> None:
+    skew = ev([("hot" if i % 2 else f"v{i}", i) for i in range(500)])
+    assert "partition-key-skew" in fired(skew)
+    few = ev([(f"s{i % 5}", i) for i in range(500)])
+    assert "partition-key-skew" in fired(few)
+
+
+def test_partition_value_size() -> None:
+    keys = [("big" if i < 400 else f"v{i}", i) for i in range(500)]
+    assert "partition-value-size" in fired(ev(keys, total_bytes=20 << 30))
+    assert "partition-value-size" not in fired(ev(GOOD, total_bytes=20 << 30))
+
+
+def test_unpadded_integers() -> None:
+    bad = ev([(str(i), i) for i in range(1, 300)])
+    assert "unpadded-integers" in fired(bad)
+    assert "unpadded-integers" not in fired(ev([(f"{i:08d}", i) for i in range(300)]))
+
+
+def test_separator_order() -> None:
+    # seed 000: SellerID a100 / a1001 joined with ':' sorts wrong; ',' sorts right
+    bad = ev([(f"{i % 60:06d}:a{100 + i}", i) for i in range(300)] + [("000054:a100", 1), ("000054:a1001", 2)])
+    assert "separator-order" in fired(bad)
+    good = ev([(f"{i % 60:06d},a{100 + i}", i) for i in range(300)])
+    assert "separator-order" not in fired(good)
+
+
+def test_long_keys() -> None:
+    assert "long-keys" in fired(ev([("x" * 150 + str(i), i) for i in range(100)]))
+    assert "long-keys" not in fired(ev(GOOD))
+
+
+def test_hash_prefix_with_range_scans() -> None:
+    from widetable.keys import hash_prefix
+
+    hashed = [(hash_prefix(str(1718000000 + i)), i) for i in range(300)]
+    assert "hash-prefix-with-range-scans" in fired(ev(hashed, range_scans=True))
+    assert "hash-prefix-with-range-scans" not in fired(ev(hashed, range_scans=False))
+    assert "hash-prefix-with-range-scans" not in fired(ev(GOOD, range_scans=True))
+
+
+def test_wide_rows_and_oversized_cells() -> None:
+    wide = ev(GOOD, rows=(RowShape(12000, 10, 120000, 0),) * 5)
+    assert {"wide-rows"} <= fired(wide)
+    big = ev(GOOD, rows=(RowShape(3, 1_500_000, 1_500_100, 0),))
+    assert "oversized-cells" in fired(big)
+    assert fired(ev(GOOD, rows=(RowShape(20, 100, 2000, 0),) * 5)) == set()
+
+
+def test_hot_cold_mix() -> None:
+    now = 1_800_000_000_000
+    day = 86_400_000
+    rows = tuple(RowShape(3, 10, 30, now - (400 if i % 3 else 1) * day) for i in range(300))
+    assert "hot-cold-mix" in fired(ev(GOOD, rows=rows, now_ms=now))
+    fresh = tuple(RowShape(3, 10, 30, now - day) for _ in range(300))
+    assert "hot-cold-mix" not in fired(ev(GOOD, rows=fresh, now_ms=now))
+
+
+def test_pii_in_keys() -> None:
+    emails = ev([(f"user{i}@example.com", i) for i in range(100)])
+    assert "pii-in-keys" in fired(emails)
+    phones = ev([(f"1380013{i:04d}", i) for i in range(100)], pk=(("phone", "STRING"), ("b", "INTEGER")))
+    assert "pii-in-keys" in fired(phones)
+    assert "pii-in-keys" not in fired(ev(GOOD))
+
+
+def test_keys_file(tmp_path) -> None:
+    p = tmp_path / "keys.jsonl"
+    p.write_text('["a", 1]\n["b", 2]\n')
+    assert read_keys_file(p) == [("a", 1), ("b", 2)]

@@ -1,0 +1,54 @@
+"""Fixtures: one ``widetable serve`` per session, the official SDK and widetable.connect on it.
+
+``remote_db`` is a RemoteDatabase on the session server, emptied after each
+test. Behaviour tests of tests/table re-run here through it: ``db`` is
+overridden, so the shared ``table`` fixture makes remote tables.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+import widetable
+
+from . import serving
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    served = serving.start(tmp_path_factory.mktemp("served") / "data")
+    yield served
+    served.stop()
+
+
+@pytest.fixture
+def remote_db(server):
+    db = widetable.connect(server.endpoint, access_key_id=serving.ACCESS_KEY_ID,
+                           access_key_secret=serving.ACCESS_KEY_SECRET)
+    try:
+        yield db
+    finally:
+        for name in db.list_tables():
+            db.delete_table(name)
+        db.close()
+
+
+@pytest.fixture
+def db(remote_db):
+    return remote_db
+
+
+@pytest.fixture(params=["v2", "v4"])
+def ots(request, server):
+    """An official-SDK OTSClient, signing with V2 or V4."""
+    from tablestore import OTSClient
+
+    logging.getLogger("widetable-tests-sdk").setLevel(logging.CRITICAL)
+    region = "cn-test" if request.param == "v4" else None
+    client = OTSClient(server.endpoint, serving.ACCESS_KEY_ID, serving.ACCESS_KEY_SECRET,
+                       serving.INSTANCE, region=region, logger_name="widetable-tests-sdk")
+    yield client
+    for name in client.list_table():
+        client.delete_table(name)

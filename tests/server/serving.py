@@ -1,0 +1,63 @@
+"""Start and stop ``widetable serve`` as a subprocess on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ACCESS_KEY_ID = "test-key"
+ACCESS_KEY_SECRET = "test-secret"
+INSTANCE = "widetable"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen
+    port: int
+    data: Path
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)
+
+
+def start(data: Path, *extra: str, port: int | None = None, wait: float = 30) -> Served:
+    """Run ``widetable serve`` on ``data`` and wait until it accepts connections."""
+    port = port or free_port()
+    env = dict(os.environ, WIDETABLE_ACCESS_KEY_ID=ACCESS_KEY_ID,
+               WIDETABLE_ACCESS_KEY_SECRET=ACCESS_KEY_SECRET)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "widetable", "serve", "--data", str(data), "--port", str(port), *extra],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"widetable serve exited early:\n{proc.stdout.read()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return Served(proc, port, data)
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("widetable serve did not start in time")

@@ -1,0 +1,160 @@
+"""The change log and the stream API: records, order, shards across splits, retention."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from widetable import WidetableError
+
+PK = [("k", "STRING"), ("s", "INTEGER")]
+
+
+def drain(db, stream_id: str) -> list:
+    """Every record of every shard, parents before children, as a consumer would read them."""
+    desc = db.describe_stream(stream_id)
+    by_id = {s.shard_id: s for s in desc.shards}
+    done: set[int] = set()
+    out = []
+    while len(done) < len(by_id):
+        for shard in desc.shards:
+            if shard.shard_id in done or any(p not in done for p in shard.parents):
+                continue
+            it = db.get_shard_iterator(stream_id, shard.shard_id)
+            while it is not None:
+                page = db.get_stream_record(it, limit=50)
+                out.extend(page.records)
+                it = page.next_iterator if shard.closed else (page.next_iterator if page.records else None)
+            done.add(shard.shard_id)
+    return out
+
+
+def test_records_hold_operation_key_columns_and_commit_order(db):
+    db.create_table("t", PK, stream=True)
+    t = db.table("t")
+    t.put_row(("a", 1), {"x": 1, "y": "s"})
+    t.update_row(("a", 1), put={"x": 2}, delete_column=["y"], increment={"n": 5})
+    t.delete_row(("a", 1))
+    db.batch_write_row([("t", "put", ("b", 1), {"x": 1}), ("t", "delete", ("b", 2))])
+    [info] = db.list_stream()
+    assert info.table == "t"
+    records = drain(db, info.stream_id)
+    assert [(r.operation, r.primary_key) for r in records] == [
+        ("PUT", ("a", 1)), ("UPDATE", ("a", 1)), ("DELETE", ("a", 1)), ("PUT", ("b", 1)),
+        ("DELETE", ("b", 2)),
+    ]
+    seqs = [r.sequence for r in records]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert {(c.name, c.kind, c.value) for c in records[1].columns} == {
+        ("x", "PUT", 2), ("y", "DELETE_ALL_VERSIONS", None), ("n", "PUT", 5)}
+    assert {c.name: c.value for c in records[0].columns} == {"x": 1, "y": "s"}
+    assert all(r.timestamp > 0 for r in records)
+
+
+def test_tables_without_stream_log_nothing_and_stream_can_be_toggled(db):
+    db.create_table("t", PK)
+    t = db.table("t")
+    t.put_row(("a", 1), {"x": 1})
+    assert db.list_stream() == []
+    assert t._changes is None  # the plain one-put write path
+    db.update_table("t", stream=True)
+    t.put_row(("a", 2), {"x": 1})
+    [info] = db.list_stream()
+    assert [r.primary_key for r in drain(db, info.stream_id)] == [("a", 2)]
+    db.update_table("t", stream=False)
+    with pytest.raises(WidetableError) as err:
+        db.describe_stream(info.stream_id)
+    assert err.value.code == "OTSObjectNotExist"
+
+
+def test_iterator_positions_and_errors(db):
+    db.create_table("t", PK, stream=True)
+    t = db.table("t")
+    for i in range(5):
+        t.put_row(("a", i), {"x": i})
+    sid = db.list_stream()[0].stream_id
+    latest = db.get_shard_iterator(sid, 0, "LATEST")
+    assert db.get_stream_record(latest).records == []
+    t.put_row(("a", 9), {"x": 9})
+    assert [r.primary_key for r in db.get_stream_record(latest).records] == [("a", 9)]
+    at3 = db.get_shard_iterator(sid, 0, 3)
+    assert [r.sequence for r in db.get_stream_record(at3, limit=2).records] == [3, 4]
+    for bad in (lambda: db.get_shard_iterator(sid, 7), lambda: db.get_stream_record("nope"),
+                lambda: db.get_shard_iterator(sid, 0, "MIDDLE")):
+        with pytest.raises(WidetableError) as err:
+            bad()
+        assert err.value.code == "OTSParameterInvalid"
+
+
+def test_transactions_and_auto_increment_are_logged(db):
+    from widetable import AUTO_INCREMENT
+
+    db.create_table("t", PK, stream=True)
+    with db.start_local_transaction("t", "a") as txn:
+        txn.put_row(("a", 1), {"x": 1})
+        txn.put_row(("a", 2), {"x": 2})
+    db.create_table("m", [("c", "STRING"), ("seq", "INTEGER", AUTO_INCREMENT)], stream=True)
+    pk = db.table("m").put_row(("c", AUTO_INCREMENT), {"x": 1}).primary_key
+    streams = {s.table: s.stream_id for s in db.list_stream()}
+    assert [r.primary_key for r in drain(db, streams["t"])] == [("a", 1), ("a", 2)]
+    assert [r.primary_key for r in drain(db, streams["m"])] == [pk]
+
+
+def test_log_survives_splits_without_loss_duplication_or_reordering(db):
+    db.create_table("t", PK, stream=True)
+    t = db.table("t")
+    rng = random.Random(7)
+    expected: dict[tuple, list[int]] = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def writer(seed: int) -> None:
+        r = random.Random(seed)
+        n = 0
+        while not stop.is_set() or n < 200:
+            key = (f"k{r.randrange(40):02d}", r.randrange(3))
+            with lock:  # the order of one key's writes is the order we record
+                n += 1
+                gen = seed * 1_000_000 + n
+                t.put_row(key, {"g": gen})
+                expected.setdefault(key, []).append(gen)
+
+    threads = [threading.Thread(target=writer, args=(s,)) for s in range(1, 4)]
+    for th in threads:
+        th.start()
+    for at in ("k10", "k20", "k30", "k05"):
+        db.split_partition("t", at)
+    db.merge_partitions("t", 0)
+    stop.set()
+    for th in threads:
+        th.join()
+    sid = db.list_stream()[0].stream_id
+    desc = db.describe_stream(sid)
+    assert any(s.closed and s.children for s in desc.shards)
+    assert any(s.parents for s in desc.shards)
+    records = drain(db, sid)
+    seen = [r.sequence for r in records]
+    assert len(seen) == len(set(seen)) == sum(map(len, expected.values()))
+    got: dict[tuple, list[int]] = {}
+    for r in records:
+        got.setdefault(r.primary_key, []).append(r.columns[0].value)
+    assert got == expected
+    del rng
+
+
+def test_retention_trims_only_what_consumers_applied(db):
+    db.create_table("t", PK, stream=True, stream_retention=1, defined_columns=[("c", "STRING")])
+    t = db.table("t")
+    for i in range(10):
+        t.put_row(("a", i), {"c": "x"})
+    import time
+
+    time.sleep(1.1)
+    assert db.trim_change_log() == 10
+    sid = db.list_stream()[0].stream_id
+    assert drain(db, sid) == []
+    t.put_row(("a", 11), {"c": "y"})
+    assert [r.primary_key for r in drain(db, sid)] == [("a", 11)]
+    assert [d.stream_retention for d in [db.describe_table("t")]] == [1]
