@@ -21,7 +21,7 @@ W, H = 1200, 800
 def _ensure_chromium() -> str | None:
     global CHROMIUM
     if CHROMIUM is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run("apt-get update && apt-get install -y chromium", shell=True,
+        subprocess.run("apt-get update && apt-get install -y chromium", shell=True, check=False,
                        capture_output=True, timeout=900)
         CHROMIUM = shutil.which("chromium")
     return CHROMIUM

@@ -140,6 +140,34 @@ class Router:
             self.admit(p)
         return p
 
+    def route_puts(self, keys: list[bytes], sizes: list[int]) -> bool:
+        """Route and count a batch of blind puts of ``sizes``-byte blobs, as ``route_write``
+        then ``record_write`` would row by row. Returns False, counting nothing, if a
+        target partition throttles: then the caller routes row by row.
+        """
+        bounds, parts = self.state
+        if not bounds:
+            p = parts[0]
+            if p.guarded:
+                return False
+            n, blob_bytes = len(keys), sum(sizes)
+            p.writes += n
+            p.bytes_written += blob_bytes
+            p.est_bytes += blob_bytes + sum(map(len, keys))
+            p.est_rows += n
+            self.sample.extend(keys)
+            return True
+        targets = [parts[bisect_right(bounds, k)] for k in keys]
+        if any(p.guarded for p in targets):
+            return False
+        for p, key, size in zip(targets, keys, sizes):
+            p.writes += 1
+            p.bytes_written += size
+            p.est_bytes += size + len(key)
+            p.est_rows += 1
+        self.sample.extend(keys)
+        return True
+
     def admit(self, p: Partition) -> None:
         """Let a request into ``p`` or raise the throttling error; counts rejections."""
         if p.state != SERVING:

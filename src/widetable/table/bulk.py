@@ -42,10 +42,7 @@ def plain_puts(db: Database, requests: list) -> list[BatchWriteResult] | None:
         ):
             return None
     table = db._tables.get(name) if type(name) is str else None
-    if (
-        table is None or table._unusable or table._auto_index is not None or db._txn_locks
-        or getattr(table, "_changes", None) is not None  # streams and indexes need more
-    ):
+    if table is None or table._unusable or table._auto_index is not None or db._txn_locks:
         return None
     if table._defined:  # predefined column types are checked by the general path
         return None
@@ -65,18 +62,29 @@ def plain_puts(db: Database, requests: list) -> list[BatchWriteResult] | None:
         return None
     if sum(map(len, blobs)) + sum(map(len, keys)) > MAX_REQUEST_BYTES:
         raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
-    results = [BatchWriteResult(name, "put", item[2]) for item in requests]  # type: ignore[arg-type]
-    route = table._route_write
-    accepted: list[tuple[int, object, bytes, bytes]] = []
+    router = table._router
+    if router is not None and router.route_puts(keys, list(map(len, blobs))):
+        _write(db, table, keys, blobs)
+        return [
+            BatchWriteResult(name, "put", item[2], WriteResult(item[2]))  # type: ignore[arg-type]
+            for item in requests
+        ]
+    return _route_row_by_row(db, table, requests, keys, blobs)
+
+
+def _route_row_by_row(db: Database, table, requests: list, keys: list, blobs: list) -> list:
+    """Route each row on its own, so that throttling fails just the rows it hits."""
+    results = [BatchWriteResult(item[0], "put", item[2]) for item in requests]
+    route, record = table._route_write, table._record_write
+    accepted = []
     for i, key in enumerate(keys):
         try:
-            accepted.append((i, route(key), key, blobs[i]))
+            accepted.append((i, route(key)))
         except WidetableError as exc:  # throttled
             results[i].error = exc
-    _write(db, accepted, table)
-    record = table._record_write
-    for i, part, key, blob in accepted:
-        record(part, key, len(blob), None)
+    _write(db, table, [keys[i] for i, _ in accepted], [blobs[i] for i, _ in accepted])
+    for i, part in accepted:
+        record(part, keys[i], len(blobs[i]), None)
         results[i].result = WriteResult(results[i].primary_key)
     return results
 
@@ -99,21 +107,22 @@ def _cells_are_plain(table: object, payloads: list[dict]) -> bool:
     return True
 
 
-def _write(db: Database, accepted: list, table) -> None:
-    if not accepted:
+def _write(db: Database, table, keys: list[bytes], blobs: list[bytes]) -> None:
+    """One atomic engine write of every row, under the rows' locks taken in stripe order."""
+    if not keys:
         return
     mask = len(db._row_locks) - 1
-    locks = [db._row_locks[i] for i in sorted({hash(k) & mask for _, _, k, _ in accepted})]
+    locks = [db._row_locks[i] for i in sorted({hash(k) & mask for k in keys})]
     batch = db._engine.batch()
     put = batch.put
-    for _, _, key, blob in accepted:
+    for key, blob in zip(keys, blobs):
         put(key, blob)
     for lock in locks:
         lock.acquire()
     try:
         feed = table._changes  # a stream or an index: records and index entries join the batch
         if feed is not None:
-            feed.commit_puts(batch, {feed: [(key, blob) for _, _, key, blob in accepted]})
+            feed.commit_puts(batch, {feed: list(zip(keys, blobs))})
         else:
             db._engine.write(batch)
     finally:

@@ -95,6 +95,7 @@ class Table:
         self._route_read = self._route_write = _unrouted
         self._record_write = _unrecorded
         self._router = None
+        self._router = None
         # Change capture (widetable.stream.feed.TableFeed) when the table has a stream or an
         # index; None keeps the one-put write path. Read under the row lock.
         self._changes = None
@@ -104,6 +105,7 @@ class Table:
         """Install the partition layer's per-request hooks (called by the database)."""
         self._route_read, self._route_write = route_read, route_write
         self._record_write = record_write
+        self._router = getattr(route_write, "__self__", None)  # for whole-batch routing
         self._router = getattr(route_write, "__self__", None)  # for whole-batch routing
 
     def _set_schema(self, schema: TableSchema) -> None:

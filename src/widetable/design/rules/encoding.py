@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import pairwise
 
 from ...keys import codec
 from ...keys.builders import separator_conflict
@@ -92,8 +93,8 @@ def separator_order(ev: Evidence) -> list[Finding]:
         if bad is None:
             continue
         ordered = sorted(set(values))
-        misordered = sum(1 for a, b in zip(ordered, ordered[1:]) if a.split(sep) > b.split(sep))
-        conflicting = fraction(parts, lambda p: bool(p) and min(p) <= sep)
+        misordered = sum(1 for a, b in pairwise(ordered) if a.split(sep) > b.split(sep))
+        conflicting = fraction(parts, lambda p, s=sep: bool(p) and min(p) <= s)
         out.append(Finding(
             rule="separator-order",
             severity=CRITICAL if misordered else WARNING,
@@ -118,7 +119,7 @@ def long_keys(ev: Evidence) -> Finding | None:
     for k in ev.keys:
         try:
             sizes.append(len(codec.encode_tuple(k, types[: len(k)])))
-        except Exception:  # noqa: BLE001 - a sampled key that does not fit the schema
+        except Exception:  # noqa: BLE001, S112 - a sampled key that does not fit the schema
             continue
     if not sizes:
         return None
@@ -153,9 +154,7 @@ def hashed_with_ranges(ev: Evidence) -> Finding | None:
     distinct = len(set(values))
     buckets = 0
     kind = None
-    if type_ == "BINARY" and fraction(values, lambda v: isinstance(v, bytes) and len(v) in (16, 20, 32)) > 0.9:
-        kind = "hashed"
-    elif hashed >= 0.95 and fraction(strs, lambda v: bool(_HEX_LETTER.match(v))) >= 0.3:
+    if type_ == "BINARY" and fraction(values, lambda v: isinstance(v, bytes) and len(v) in (16, 20, 32)) > 0.9 or hashed >= 0.95 and fraction(strs, lambda v: bool(_HEX_LETTER.match(v))) >= 0.3:
         kind = "hashed"
     elif salted >= 0.95 and fraction(strs, timestamp_like) < 0.5:
         buckets = len({SALT_PREFIX.match(v).group(0) for v in strs if SALT_PREFIX.match(v)})  # type: ignore[union-attr]
@@ -173,8 +172,8 @@ def hashed_with_ranges(ev: Evidence) -> Finding | None:
     else:
         title = (f"First key column {name!r} salts rows into {buckets} buckets: every range read "
                  f"fans out to {buckets} queries")
-        fix = (f"Keep it if writes need it, and read with BucketedTable (parallel, merged in key order); "
-               f"fewer buckets mean less fan-out (seed 000: 桶數越多, 讀取時需查詢的桶也越多).")
+        fix = ("Keep it if writes need it, and read with BucketedTable (parallel, merged in key order); "
+               "fewer buckets mean less fan-out (seed 000: 桶數越多, 讀取時需查詢的桶也越多).")
         sev = INFO if buckets <= 16 else WARNING
     return Finding(
         rule="hash-prefix-with-range-scans",
@@ -191,8 +190,8 @@ def hashed_with_ranges(ev: Evidence) -> Finding | None:
 _HEX_LETTER = re.compile(r"^[0-9]*[a-f]")
 _PII_NAME = re.compile(
     r"(e-?mail|phone|mobile|tel(ephone)?$|ssn|passport|id_?card|identity|national_?id|"
-    r"full_?name|first_?name|last_?name|birth|address|身份证|身份證|手机|手機|姓名|住址)", re.I)
-_EMAIL = re.compile(r"[^@\s,]+@[^@\s,]+\.[a-z]{2,}", re.I)
+    r"full_?name|first_?name|last_?name|birth|address|身份证|身份證|手机|手機|姓名|住址)", re.IGNORECASE)
+_EMAIL = re.compile(r"[^@\s,]+@[^@\s,]+\.[a-z]{2,}", re.IGNORECASE)
 _PHONE = re.compile(r"(^|\D)(\+?\d{1,3}[ -]?)?1[3-9]\d{9}($|\D)|(^|\D)\+\d{9,15}($|\D)")
 _CN_ID = re.compile(r"(^|\D)\d{17}[\dXx]($|\D)")
 
