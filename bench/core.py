@@ -13,10 +13,9 @@ it is the ceiling of our storage path. Three measures, as widetable / raw:
   through ``get_range``) against ``Rdict.items()`` bounded to the same range
   (target >= 0.25).
 
-Loads run once each into empty stores, raw first, its memtable flushed before
-widetable starts; the read measures alternate raw and
-widetable for ``--rounds`` rounds and keep each side's best, to damp the noise of a
-shared machine. Inputs are built before timing: bytes keys for raw, tuples for
+Loads and reads alternate raw and widetable for ``--rounds`` rounds (loads into
+fresh stores each time, raw first, its memtable flushed before widetable starts)
+and keep each side's best, to damp the noise of a shared machine. Inputs are built before timing: bytes keys for raw, tuples for
 widetable.
 """
 
@@ -142,13 +141,20 @@ def run(
         def wt_range() -> int:
             return sum(1 for _ in table.scan(start=(lo,), end=(hi,)))
 
-        # Raw first, then its memtable flushed untimed, so that none of its background
-        # work runs while widetable loads (widetable's own flushes are its own cost).
-        raw_rate = _timed(raw_load)
+        # Loads alternate too: ``rounds - 1`` trial loads into scratch stores, then the
+        # load of the stores the reads use; each side keeps its best. Raw goes first each
+        # time, its memtable flushed untimed, so none of its background work runs while
+        # widetable loads (widetable's own flushes are its own cost).
+        raw_best = wt_best = 0.0
+        for trial in range(rounds - 1):
+            scratch = root / f"trial{trial}"
+            raw_best = max(raw_best, _scratch_load(scratch / "raw", raw_batches, rows, raw=True))
+            wt_best = max(wt_best, _scratch_load(scratch / "wt", wt_batches, rows, raw=False))
+            shutil.rmtree(scratch, ignore_errors=True)
+        raw_best = max(raw_best, _timed(raw_load))
         raw.flush(wait=True)
-        load = Measure(
-            "batch_write_row load", _timed(wt_load), raw_rate, TARGETS["batch_write_row load"]
-        )
+        wt_best = max(wt_best, _timed(wt_load))
+        load = Measure("batch_write_row load", wt_best, raw_best, TARGETS["batch_write_row load"])
         best = {"raw_gets": 0.0, "wt_gets": 0.0, "raw_range": 0.0, "wt_range": 0.0}
         for _ in range(rounds):
             for name, fn in (
@@ -168,6 +174,42 @@ def run(
         raw.close()
         shutil.rmtree(root, ignore_errors=True)
         gc.unfreeze()
+
+
+def _scratch_load(path: Path, batches: list, rows: int, raw: bool) -> float:
+    """Rows/s loading ``batches`` into a fresh store at ``path`` (closed afterwards)."""
+    from rocksdict import Rdict, WriteBatch
+
+    import widetable
+
+    if raw:
+        store = Rdict(str(path), rocks_options())
+
+        def load() -> int:
+            for batch in batches:
+                wb = WriteBatch(raw_mode=True)
+                for k, v in batch:
+                    wb.put(k, v)
+                store.write(wb)
+            return rows
+
+        rate = _timed(load)
+        store.flush(wait=True)
+        store.close()
+        return rate
+    db = widetable.open(str(path))
+    db.create_table(TABLE, primary_key=[("k", "STRING")], max_versions=1)
+
+    def load_wt() -> int:
+        for batch in batches:
+            for result in db.batch_write_row(batch):
+                if not result.ok:
+                    raise RuntimeError(f"batch_write_row failed: {result.error}")
+        return rows
+
+    rate = _timed(load_wt)
+    db.close()
+    return rate
 
 
 def _chunks(items: list[int], size: int) -> list[list[int]]:

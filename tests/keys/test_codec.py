@@ -495,3 +495,22 @@ def test_format_md_records_the_tripwire_blobs() -> None:
     for name in ("row_latest_shared_ts", "row_latest_own_ts", "row_versions"):
         assert TRIPWIRE_HEX[name] in text, name
     assert bytes.fromhex(TRIPWIRE_HEX["catalog_value"]).decode() in text
+
+
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=50))
+def test_encode_keys_matches_one_by_one(texts: list[str]) -> None:
+    """The one-pass bulk encoder gives the same bytes as encoding key by key."""
+    encode = codec.make_encoder(("STRING",), ("k",))
+    keys = [(t,) for t in texts]
+    try:
+        expected = [b"P" + encode(k) for k in keys]
+    except Exception as exc:  # e.g. a lone surrogate: both paths must refuse it
+        with pytest.raises(type(exc)):
+            codec.encode_keys(b"P", keys, ("STRING",), encode)
+        return
+    assert codec.encode_keys(b"P", keys, ("STRING",), encode) == expected
+    ints = [(i,) for i in range(len(texts))]
+    int_encode = codec.make_encoder(("INTEGER",), ("i",))
+    assert codec.encode_keys(b"P", ints, ("INTEGER",), int_encode) == [
+        b"P" + int_encode(k) for k in ints
+    ]

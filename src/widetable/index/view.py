@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import msgpack
+from ..table import rowcodec
 
 from ..errors import ParameterInvalid
 from ..table.row import RangeResult, Row
@@ -104,5 +104,5 @@ class IndexTable(Table):
     put_row = update_row = delete_row = encode_put = _refuse  # type: ignore[assignment]
 
 
-def base_unpack(blob: bytes) -> list:
-    return msgpack.unpackb(blob, use_list=False, raw=False)
+def base_unpack(blob: bytes) -> tuple:
+    return rowcodec.unpack(blob)

@@ -28,6 +28,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf.message import DecodeError
@@ -89,6 +90,20 @@ LATER = {
 }
 
 
+MAX_LINE = 65536  # bytes of one header line, as http.client allows
+MAX_HEADERS = 100
+_STATUS_LINES = {
+    s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n".encode("latin-1") for s in HTTPStatus
+}
+
+
+class Headers(dict):
+    """A request's headers by lower-cased name (the first of repeated names wins)."""
+
+    def get(self, name: str, default=None):  # type: ignore[override]
+        return dict.get(self, name.lower(), default)
+
+
 def _now_header() -> str:
     now = datetime.datetime.now(datetime.UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
@@ -96,7 +111,7 @@ def _now_header() -> str:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body go out in separate writes
+    disable_nagle_algorithm = True  # a response goes out in one write; no delay for it
     server_version = "widetable"
     sys_version = ""
     server: WidetableServer
@@ -133,6 +148,78 @@ class Handler(BaseHTTPRequestHandler):
             if self.server.draining or time.monotonic() > deadline:
                 return False
 
+    # -- request line and headers --------------------------------------------------
+
+    def parse_request(self) -> bool:
+        """``BaseHTTPRequestHandler.parse_request`` with a lean header reader: the
+        standard one runs every request's headers through the ``email`` parser."""
+        self.command = None
+        self.request_version = self.default_request_version
+        self.close_connection = True
+        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.requestline = requestline
+        words = requestline.split()
+        if not words:
+            return False
+        if len(words) >= 3:
+            version = words[-1]
+            try:
+                if not version.startswith("HTTP/"):
+                    raise ValueError
+                parts = version.split("/", 1)[1].split(".")
+                if len(parts) != 2 or not all(p.isdigit() and len(p) <= 10 for p in parts):
+                    raise ValueError
+                number = int(parts[0]), int(parts[1])
+            except (ValueError, IndexError):
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version[:64]!r})")
+                return False
+            if number >= (2, 0):
+                self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
+                                f"Invalid HTTP version ({version[:64]})")
+                return False
+            if number >= (1, 1):
+                self.close_connection = False
+            self.request_version = version
+        if not 2 <= len(words) <= 3:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({requestline[:64]!r})")
+            return False
+        command, path = words[:2]
+        if len(words) == 2:
+            self.close_connection = True
+            if command != "GET":
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad HTTP/0.9 request type ({command[:32]!r})")
+                return False
+        self.command, self.path = command, path
+        headers = Headers()
+        readline = self.rfile.readline
+        while True:
+            line = readline(MAX_LINE + 1)
+            if len(line) > MAX_LINE:
+                self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long")
+                return False
+            if line in (b"\r\n", b"\n", b""):
+                break
+            if len(headers) >= MAX_HEADERS:
+                self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
+                return False
+            name, colon, value = line.partition(b":")
+            if not colon or not name or name != name.strip() or line[0] in b" \t":
+                self.close_connection = True  # no "name: value", or an obsolete folded line
+                self.send_error(HTTPStatus.BAD_REQUEST, "Bad header line")
+                return False
+            headers.setdefault(name.decode("iso-8859-1").lower(),
+                               value.strip(b" \t\r\n").decode("iso-8859-1"))
+        self.headers = headers  # type: ignore[assignment]
+        conntype = headers.get("connection", "").lower()
+        if conntype == "close":
+            self.close_connection = True
+        elif conntype == "keep-alive":
+            self.close_connection = False
+        if (headers.get("expect", "").lower() == "100-continue"
+                and self.request_version >= "HTTP/1.1"):
+            return self.handle_expect_100()
+        return True
+
     # -- requests ---------------------------------------------------------------
 
     def do_POST(self) -> None:
@@ -153,7 +240,7 @@ class Handler(BaseHTTPRequestHandler):
         verified: Verified | None = None
         try:
             body = self._read_body()
-            headers = {k.lower(): v for k, v in self.headers.items()}
+            headers = self.headers
             verified = self.server.keys.verify(api, headers, self.server.instance)
             if content_md5(body) != headers.get("x-ots-contentmd5"):
                 raise WidetableError(
@@ -216,20 +303,22 @@ class Handler(BaseHTTPRequestHandler):
             "x-ots-date": _now_header(),
             "x-ots-contenttype": "protocol buffer",
         }
+        lines = [f"{k}: {v}\r\n" for k, v in ots.items()]
+        if verified is not None:
+            signature = sign_response(verified.signing_key, api, ots)
+            lines.append(f"Authorization: OTS {verified.access_key_id}:{signature}\r\n")
+        lines.append(f"Server: widetable\r\nDate: {self.date_time_string()}\r\n"
+                     f"Content-Type: application/x-protobuf\r\nContent-Length: {len(body)}\r\n")
+        if self.close_connection or self.server.draining:
+            lines.append("Connection: close\r\n")
+            self.close_connection = True
+        lines.append("\r\n")
+        if self.server.access_log:
+            self.log_request(status, len(body))
+        # Status line, headers and body in one write: one segment for a small response.
+        head = _STATUS_LINES.get(status) or f"HTTP/1.1 {status} Unknown\r\n".encode()
         try:
-            self.send_response(status)
-            for k, v in ots.items():
-                self.send_header(k, v)
-            if verified is not None:
-                signature = sign_response(verified.signing_key, api, ots)
-                self.send_header("Authorization", f"OTS {verified.access_key_id}:{signature}")
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", str(len(body)))
-            if self.close_connection or self.server.draining:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(b"".join((head, "".join(lines).encode("latin-1"), body)))
         except OSError:
             self.close_connection = True  # the client went away
 

@@ -85,6 +85,14 @@ def _payload(op: str, row: plainbuffer.PlainRow) -> object:
     return None
 
 
+def _plain(columns: list[tuple]) -> bool:
+    """Cells without timestamps, each column once: the same put as a ``{name: value}``."""
+    for c in columns:
+        if len(c) != 2:
+            return False
+    return len({c[0] for c in columns}) == len(columns)
+
+
 def batch_write_row(db: Database, req) -> object:
     decoded = []  # per row: (table name, op, PlainRow, condition, return content)
     for t in req.tables:
@@ -102,8 +110,21 @@ def batch_write_row(db: Database, req) -> object:
     outcomes: list = [None] * len(decoded)
     requests: list = []
     positions: list[int] = []
+    tables: dict[str, object] = {}  # name -> Table, or the error of naming it
     for i, (name, op, row, cond, _) in enumerate(decoded):
-        key = _keys(db, name, [row.primary_key])[0]
+        table = tables.get(name)
+        if table is None:
+            try:
+                table = tables[name] = db.table(name)
+            except WidetableError as exc:
+                table = tables[name] = exc
+        if isinstance(table, WidetableError):  # the library reports the table
+            key = tuple(v for _, v in row.primary_key)
+        else:
+            try:
+                key = convert.key_values(table, row.primary_key)
+            except WidetableError as exc:
+                key = exc
         try:
             if isinstance(key, WidetableError):
                 raise key
@@ -112,7 +133,11 @@ def batch_write_row(db: Database, req) -> object:
             outcomes[i] = exc
             continue
         positions.append(i)
-        requests.append((name, op, key, payload, cond))
+        if op == "put" and cond is None and not req.transaction_id and _plain(payload):
+            # (table, "put", key, {name: value}): the library's bulk path takes it whole
+            requests.append((name, op, key, dict(payload)))  # type: ignore[arg-type]
+        else:
+            requests.append((name, op, key, payload, cond))
     if req.transaction_id:
         results = _in_transaction(db, req.transaction_id, requests)
     else:
@@ -135,8 +160,10 @@ def batch_write_row(db: Database, req) -> object:
             table = db._tables[name]
             msg.is_ok = True
             read, write = write_cu(table, outcome.primary_key, row.cells, cond)
-            msg.consumed.CopyFrom(convert.consumed(read, write))
-            data = returned_row(table, ret, outcome)
+            units = msg.consumed.capacity_unit
+            units.read = read
+            units.write = write
+            data = returned_row(table, ret, outcome) if ret is not None else b""
             if data:
                 msg.row = data
     return resp

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import msgpack
-
 from ..errors import ParameterInvalid, WidetableError, describe
+from . import rowcodec
 from .bulk import plain_puts
 from .filters import as_condition
 from .row import BatchGetResult, BatchWriteResult, WriteResult
@@ -68,7 +67,7 @@ def batch_get_row(db: Database, requests: list) -> list[BatchGetResult]:
         pending.append((len(results) - 1, reader))
     for (index, reader), blob in zip(pending, db._engine.multi_get(keys)):
         if blob is not None:
-            results[index].row = reader(msgpack.unpackb(blob, use_list=False, raw=False))
+            results[index].row = reader(rowcodec.unpack(blob))
     return results
 
 
@@ -200,8 +199,7 @@ def _write_fast(db: Database, results: list, fast: list) -> None:
     finally:
         for lock in locks:
             lock.release()
-    for index, _, _ in fast:
-        results[index].result = WriteResult(results[index].primary_key)
+    # Each written row reports a plain WriteResult of its key (BatchWriteResult.result).
 
 
 def _change_feeds(db: Database, results: list, fast: list) -> dict:

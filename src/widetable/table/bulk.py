@@ -10,12 +10,15 @@ been written or counted by then.
 
 from __future__ import annotations
 
+from collections import deque
 from itertools import chain
+from operator import methodcaller
 from typing import TYPE_CHECKING
 
 from ..errors import ParameterInvalid, WidetableError
+from ..keys import codec
 from . import rowcodec
-from .row import BatchWriteResult, WriteResult
+from .row import BatchWriteResult
 from .values import (
     INT64_MAX,
     INT64_MIN,
@@ -30,45 +33,45 @@ if TYPE_CHECKING:
     from ..db import Database
 
 _BULK_TYPES = frozenset({bytes, str, int, float, bool})
+_ACQUIRE = methodcaller("acquire")
+_RELEASE = methodcaller("release")
 
 
 def plain_puts(db: Database, requests: list) -> list[BatchWriteResult] | None:
     """Write ``requests`` if all are plain puts ``(table, "put", pk_tuple, dict)`` to one table."""
-    name = requests[0][0] if type(requests[0]) is tuple else None
-    for item in requests:
-        if (
-            type(item) is not tuple or len(item) != 4 or item[1] != "put" or item[0] != name
-            or type(item[2]) is not tuple or type(item[3]) is not dict
-        ):
-            return None
-    table = db._tables.get(name) if type(name) is str else None
+    if set(map(type, requests)) != {tuple} or set(map(len, requests)) != {4}:
+        return None
+    names, ops, pks, payloads = zip(*requests)
+    name = names[0]
+    if (
+        type(name) is not str or set(names) != {name} or set(ops) != {"put"}
+        or set(map(type, pks)) != {tuple} or set(map(type, payloads)) != {dict}
+    ):
+        return None
+    table = db._tables.get(name)
     if table is None or table._unusable or table._auto_index is not None or db._txn_locks:
         return None
     if table._defined:  # predefined column types are checked by the general path
         return None
-    payloads = [item[3] for item in requests]
     if not _cells_are_plain(table, payloads):
         return None
     try:
-        prefix, encode = table._prefix, table._encode
-        keys = [prefix + encode(item[2]) for item in requests]
+        keys = codec.encode_keys(table._prefix, pks, table._types, table._encode)
         now = now_ms()
-        pack = rowcodec.packer().pack
+        pack = rowcodec.pack
         fmt = rowcodec.FORMAT
-        blobs = [pack([fmt, item[2], item[3], now, None]) for item in requests]
+        blobs = [pack([fmt, pk, payload, now, None]) for pk, payload in zip(pks, payloads)]
     except (WidetableError, UnicodeEncodeError, OverflowError, ValueError, TypeError):
         return None
-    if len(set(keys)) != len(keys) or max(map(len, blobs)) > MAX_VALUE_BYTES:
+    sizes = list(map(len, blobs))
+    if len(set(keys)) != len(keys) or max(sizes) > MAX_VALUE_BYTES:
         return None
-    if sum(map(len, blobs)) + sum(map(len, keys)) > MAX_REQUEST_BYTES:
+    if sum(sizes) + sum(map(len, keys)) > MAX_REQUEST_BYTES:
         raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
     router = table._router
-    if router is not None and router.route_puts(keys, list(map(len, blobs))):
+    if router is not None and router.route_puts(keys, sizes):
         _write(db, table, keys, blobs)
-        return [
-            BatchWriteResult(name, "put", item[2], WriteResult(item[2]))  # type: ignore[arg-type]
-            for item in requests
-        ]
+        return [BatchWriteResult(name, "put", pk) for pk in pks]
     return _route_row_by_row(db, table, requests, keys, blobs)
 
 
@@ -85,7 +88,6 @@ def _route_row_by_row(db: Database, table, requests: list, keys: list, blobs: li
     _write(db, table, [keys[i] for i, _ in accepted], [blobs[i] for i, _ in accepted])
     for i, part in accepted:
         record(part, keys[i], len(blobs[i]), None)
-        results[i].result = WriteResult(results[i].primary_key)
     return results
 
 
@@ -96,12 +98,11 @@ def _cells_are_plain(table: object, payloads: list[dict]) -> bool:
     names = set().union(*payloads)
     if not _valid_names.issuperset(names) or not table._pk_name_set.isdisjoint(names):  # type: ignore[attr-defined]
         return False
-    values = list(chain.from_iterable(p.values() for p in payloads))
-    types = set(map(type, values))
+    types = set(map(type, chain.from_iterable(map(dict.values, payloads))))
     if not types <= _BULK_TYPES:
         return False
     if int in types:
-        ints = [v for v in values if type(v) is int]
+        ints = [v for v in chain.from_iterable(map(dict.values, payloads)) if type(v) is int]
         if min(ints) < INT64_MIN or max(ints) > INT64_MAX:
             return False
     return True
@@ -112,13 +113,11 @@ def _write(db: Database, table, keys: list[bytes], blobs: list[bytes]) -> None:
     if not keys:
         return
     mask = len(db._row_locks) - 1
-    locks = [db._row_locks[i] for i in sorted({hash(k) & mask for k in keys})]
+    stripes = sorted({hash(k) & mask for k in keys})
+    locks = list(map(db._row_locks.__getitem__, stripes))
     batch = db._engine.batch()
-    put = batch.put
-    for key, blob in zip(keys, blobs):
-        put(key, blob)
-    for lock in locks:
-        lock.acquire()
+    deque(map(batch.put, keys, blobs), maxlen=0)
+    deque(map(_ACQUIRE, locks), maxlen=0)  # in stripe order, so batches never deadlock
     try:
         feed = table._changes  # a stream or an index: records and index entries join the batch
         if feed is not None:
@@ -126,5 +125,4 @@ def _write(db: Database, table, keys: list[bytes], blobs: list[bytes]) -> None:
         else:
             db._engine.write(batch)
     finally:
-        for lock in locks:
-            lock.release()
+        deque(map(_RELEASE, locks), maxlen=0)

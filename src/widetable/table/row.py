@@ -121,14 +121,49 @@ class BatchGetResult:
         return self.error is None
 
 
-@dataclass(slots=True)
 class BatchWriteResult:
-    table: str
-    operation: str
-    primary_key: tuple
-    result: WriteResult | None = None
-    error: Exception | None = None
+    """The outcome of one row of ``batch_write_row``: its ``result``, or its ``error``."""
+
+    __slots__ = ("table", "operation", "primary_key", "_result", "error")
+
+    def __init__(
+        self,
+        table: str,
+        operation: str,
+        primary_key: tuple,
+        result: WriteResult | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        self.table = table
+        self.operation = operation
+        self.primary_key = primary_key
+        self._result = result
+        self.error = error
+
+    @property
+    def result(self) -> WriteResult | None:
+        """The row's WriteResult; a written row without one of its own gets a plain one."""
+        if self._result is None and self.error is None:
+            return WriteResult(self.primary_key)
+        return self._result
+
+    @result.setter
+    def result(self, value: WriteResult | None) -> None:
+        self._result = value
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BatchWriteResult):
+            return NotImplemented
+        return (self.table, self.operation, self.primary_key, self.result, self.error) == (
+            other.table, other.operation, other.primary_key, other.result, other.error
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"BatchWriteResult({self.table!r}, {self.operation!r}, {self.primary_key!r}, "
+            f"result={self.result!r}, error={self.error!r})"
+        )

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-import msgpack
-
 from ..errors import (
     ConditionCheckFail,
     InvalidPK,
@@ -70,11 +68,7 @@ def _unrecorded(part: object, key: bytes, new_len: int, old_len: int | None) -> 
     return None
 
 
-def _unpack(blob: bytes) -> list:
-    return _unpackb(blob, use_list=False)
-
-
-_unpackb = msgpack.unpackb
+_unpack = rowcodec.unpack
 
 
 class Table:
@@ -206,7 +200,7 @@ class Table:
             self._plain_reads and columns is None and max_versions is None
             and time_range is None and filter is None
         ):
-            row = _unpackb(blob, use_list=False)
+            row = _unpack(blob)
             return Row(row[1], row[2], row[3])
         reader = self.reader(columns, max_versions, time_range, filter)
         return reader(_unpack(blob))
@@ -246,14 +240,14 @@ class Table:
         if reader is plain_row:
             # Every stored row is returned: one budget counts rows read and rows kept.
             nbytes = count = 0
-            unpackb = _unpackb
+            unpackb = _unpack
             for key, blob in items:
                 if count >= max_rows or nbytes >= MAX_RANGE_BYTES:
                     next_pk = codec.decode_tuple(key, _KEY_OFFSET)
                     break
                 count += 1
                 nbytes += len(blob)
-                r = unpackb(blob, use_list=False)
+                r = unpackb(blob)
                 append(Row(r[1], r[2], r[3]))
             part.bytes_read += nbytes
             return RangeResult(rows, next_pk)
