@@ -59,7 +59,7 @@ class _Protocol(Exception):
 class _Connection:
     """One keep-alive HTTP/1.1 connection: ``exchange`` sends a request and reads its answer."""
 
-    __slots__ = ("_host", "_port", "_timeout", "_tls", "_authority", "sock", "_rfile")
+    __slots__ = ("_authority", "_host", "_port", "_rfile", "_timeout", "_tls", "sock")
 
     def __init__(self, host: str, port: int, timeout: float, tls: ssl.SSLContext | None,
                  authority: str) -> None:
@@ -93,11 +93,10 @@ class _Connection:
         """``(status, reason, headers by lower-cased name, body)`` of one POST."""
         if self.sock is None:
             self._open()
-        head = "".join([
-            f"POST {path} HTTP/1.1\r\nHost: {self._authority}\r\n"
-            f"Content-Length: {len(body)}\r\nContent-Type: application/x-protobuf\r\n",
-            *[f"{k}: {v}\r\n" for k, v in headers.items()], "\r\n",
-        ]).encode("latin-1")
+        first = (f"POST {path} HTTP/1.1\r\nHost: {self._authority}\r\n"
+                 f"Content-Length: {len(body)}\r\nContent-Type: application/x-protobuf\r\n")
+        head = "".join([first, *[f"{k}: {v}\r\n" for k, v in headers.items()], "\r\n"])
+        head = head.encode("latin-1")
         self.sock.sendall(head + body)  # type: ignore[union-attr]
         rfile = self._rfile
         while True:

@@ -32,13 +32,19 @@ HOT_KEYS = 8
 
 
 class SpaceSaving:
-    """Top-k heavy hitters in O(k) memory (Metwally et al.); counts are upper bounds."""
+    """Top-k heavy hitters in O(k) memory (Metwally et al.).
 
-    __slots__ = ("counts", "k")
+    A key that takes a slot over inherits the evicted count, so its count is an
+    upper bound; ``top`` reports the guaranteed part (count minus what it
+    inherited), so a flat distribution never shows a false hot key.
+    """
+
+    __slots__ = ("counts", "errors", "k")
 
     def __init__(self, k: int = HOT_KEYS) -> None:
         self.k = k
         self.counts: dict[bytes, int] = {}
+        self.errors: dict[bytes, int] = {}
 
     def add(self, key: bytes, n: int = 1) -> None:
         counts = self.counts
@@ -46,12 +52,18 @@ class SpaceSaving:
             counts[key] += n
         elif len(counts) < self.k:
             counts[key] = n
+            self.errors[key] = 0
         else:
             victim = min(counts, key=counts.__getitem__)
-            counts[key] = counts.pop(victim) + n
+            inherited = counts.pop(victim)
+            del self.errors[victim]
+            counts[key] = inherited + n
+            self.errors[key] = inherited
 
     def top(self) -> list[tuple[bytes, int]]:
-        return sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        """``(key, guaranteed count)``, busiest first; keys with no guaranteed count are left out."""
+        sure = [(k, c - self.errors[k]) for k, c in self.counts.items() if c > self.errors[k]]
+        return sorted(sure, key=lambda kv: (-kv[1], kv[0]))
 
 
 def _counters(p: Partition) -> tuple[int, int, int, int, int]:

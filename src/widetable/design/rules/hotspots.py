@@ -21,6 +21,7 @@ from ..findings import (
 from ..workloads import KeyColumn
 
 MIN_SAMPLE = 100  # keys needed before judging a distribution
+MIN_LOAD_SAMPLE = 1000  # recorded requests needed before judging load shares
 YEAR_DAYS = 365
 MIN_GROWTH_WINDOW = 3600  # seconds of statistics before a write rate is projected
 
@@ -91,8 +92,12 @@ def partition_key_skew(ev: Evidence) -> Finding | None:
     name, _ = ev.primary_key[0]
     values = ev.column(0)
     load = load_by_value(ev.stats)
-    load_total = sum(load.values())
-    load_top = load.most_common(1)[0][1] / load_total if load_total >= MIN_SAMPLE else 0.0
+    # Hot keys are a top-k sample: a value's share is of every recorded request,
+    # not of the sampled ones, or the busiest sampled key would always look dominant.
+    load_total = stats_totals(ev.stats)["operations"]
+    load_top = (
+        load.most_common(1)[0][1] / load_total if load and load_total >= MIN_LOAD_SAMPLE else 0.0
+    )
     if len(values) < MIN_SAMPLE and not load_top:
         return None
     distinct, top1, top5, tops = top_shares(values)
