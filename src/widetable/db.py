@@ -33,8 +33,8 @@ from .table.schema import (
     TableSchema,
     check_auto_increment,
     check_defined_columns,
-    check_partition_options,
     check_name,
+    check_partition_options,
     check_primary_key,
     normalize_ttl,
 )
@@ -537,7 +537,7 @@ def _check_retention(seconds: object) -> int:
     return seconds
 
 
-def open(  # noqa: A001 - the public verb, as in widetable.open("data")
+def open(
     path: str | None = "data",
     engine: str = "rocksdb",
     sync: bool = False,

@@ -217,7 +217,7 @@ def test_split_point_apis(store) -> None:
 
 @pytest.mark.parametrize("ordered", [True, False])
 def test_parallel_scan_returns_every_row_once(store, ordered: bool) -> None:
-    t = store.create_table("t", [("k", "STRING")], split_points=HEX)
+    store.create_table("t", [("k", "STRING")], split_points=HEX)
     keys = [hash_prefix(i) for i in range(3000)]
     for i in range(0, len(keys), 200):
         store.batch_write_row([("t", "put", (k,), {"v": 1}) for k in keys[i : i + 200]])

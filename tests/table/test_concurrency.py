@@ -12,7 +12,15 @@ from collections import Counter
 
 import pytest
 
-from widetable import EXPECT_EXIST, EXPECT_NOT_EXIST, INF_MAX, INF_MIN, Condition, WidetableError, col
+from widetable import (
+    EXPECT_EXIST,
+    EXPECT_NOT_EXIST,
+    INF_MAX,
+    INF_MIN,
+    Condition,
+    WidetableError,
+    col,
+)
 
 THREADS = 8
 

@@ -94,7 +94,7 @@ def test_batch_write_put_update_delete_across_tables(db, two) -> None:
 
 
 def test_batch_write_per_row_errors_do_not_stop_other_rows(db, two) -> None:
-    a, b = two
+    a, _ = two
     a.put_row("d", {"v": 1})
     res = db.batch_write_row([
         ("a", "put", "ok1", {"v": 1}),

@@ -49,7 +49,7 @@ def matching(t, f) -> list[str]:
         (col("n") <= 6, ["f6", "i5", "none"]),
         (col("n") == 6, ["f6", "none"]),  # int and float compare as numbers
         (col("n") == "5", ["none", "str"]),
-        (col("n") == True, ["bool", "none"]),  # noqa: E712 - a filter, not a comparison
+        (col("n") == True, ["bool", "none"]),
         (col("s") >= "m", ["bool", "i5", "i7", "none", "str"]),  # bool has no s
     ],
 )
@@ -68,7 +68,7 @@ def test_and_or_not(t) -> None:
     assert matching(t, (col("n") == 7) | (col("s") == "a")) == ["bool", "f6", "i7", "none"]
     assert matching(t, ~(col("n") == 5)) == ["bool", "f6", "i7", "str"]
     assert matching(t, ~((col("n") == 5) | (col("n") == 7))) == ["bool", "f6", "str"]
-    three = CompositeFilter("OR", (col("s") == "a", col("s") == "z", col("n") == True))  # noqa: E712
+    three = CompositeFilter("OR", (col("s") == "a", col("s") == "z", col("n") == True))
     assert matching(t, three) == ["bool", "f6", "i7", "none"]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import widetable
-from widetable import INF_MAX, INF_MIN, EXPECT_NOT_EXIST, WidetableError, col
+from widetable import EXPECT_NOT_EXIST, INF_MAX, INF_MIN, WidetableError, col
 
 from .helpers import rejects
 

@@ -23,15 +23,27 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+import msgspec
+
 from ..keys import layout
 from ..stream import log
 from ..table import rowcodec
 from ..table.values import now_ms
-from .schema import IndexCodec
+from .schema import IndexCodec, compile_key_encoder
 
-CHUNK = 1000  # records read per shard per pass
+GROUP = 2000  # records applied per shard in one engine batch
 TRIM_INTERVAL = 10.0
 BATCH_DELAY = 0.01  # seconds a woken applier waits for more commits
+PROBE = 0.0002  # seconds the applier sleeps between groups, yielding the GIL
+BUSY = 0.002  # a PROBE that took this long: another thread held the GIL (a write burst)
+BUSY_STREAK = 3  # busy PROBEs in a row that make a burst
+MAX_DEFER = 0.08  # seconds of lag after which the applier stops yielding to busy writers
+
+_decode_record = msgspec.msgpack.Decoder().decode  # a change record, as lists and bytes
+# The key of a PUT record's row blob, leaving the columns undecoded.
+_pk_of_blob = msgspec.msgpack.Decoder(
+    tuple[int, tuple, msgspec.Raw, msgspec.Raw, msgspec.Raw]
+).decode
 
 
 @dataclass(eq=False)
@@ -45,6 +57,10 @@ class GlobalIndex:
     lock: threading.Lock = field(default_factory=threading.Lock)
     seen_seq: int = -1  # the table seq up to which every shard was drained
     done_shards: set[int] = field(default_factory=set)  # closed shards drained after a barrier
+    encode_base: object = None  # base pk tuple -> key bytes (after the table prefix)
+
+    def __post_init__(self) -> None:
+        self.encode_base = compile_key_encoder(self.table.schema.pk_types)  # type: ignore[attr-defined]
 
     @property
     def index_id(self) -> int:
@@ -67,6 +83,7 @@ class Indexer:
         self._last_trim = time.monotonic()
         self.lags: deque[int] = deque(maxlen=200_000)  # ms from commit to apply, per record
         self.error: BaseException | None = None
+        self._busy = 0  # busy probes in a row (see _defer)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -107,8 +124,11 @@ class Indexer:
                 self._stop.wait(BATCH_DELAY)
             self._wake.clear()
             try:
-                while self.run_once() and not self._stop.is_set():
-                    pass
+                while not self._stop.is_set():
+                    if self._defer():
+                        continue
+                    if not self.run_once():
+                        break
                 if time.monotonic() - self._last_trim >= TRIM_INTERVAL:
                     self._last_trim = time.monotonic()
                     self._db._changelog_trim()
@@ -117,6 +137,31 @@ class Indexer:
                     return
                 self.error = exc
                 time.sleep(0.1)
+
+    def _defer(self) -> bool:
+        """Yield to foreground threads between groups; True: apply nothing now.
+
+        The applier is background work sharing the GIL with the writers. It
+        sleeps for PROBE seconds and measures how long getting the GIL back
+        took: when threads kept it for a whole switch interval BUSY_STREAK times
+        in a row, the process is busy (a write burst), and the applier holds off, as long as no unapplied
+        record is older than MAX_DEFER; past that it applies at full speed.
+        When the writers leave the GIL free (a moderate rate), it applies at once.
+        """
+        t0 = time.perf_counter()
+        time.sleep(PROBE)
+        if time.perf_counter() - t0 < BUSY:
+            self._busy = 0
+            return False
+        self._busy += 1
+        if self._busy < BUSY_STREAK or self._stop.is_set():
+            return False  # a writer catching up briefly (a moderate rate): keep applying
+        now = now_ms()
+        for gi in list(self.indexes.values()):
+            oldest = self.oldest_unapplied(gi)
+            if oldest is not None and now - oldest >= MAX_DEFER * 1000:
+                return False
+        return any(gi.seen_seq != gi.feed.seq for gi in list(self.indexes.values()))  # type: ignore[attr-defined]
 
     # -- applying ------------------------------------------------------------------------
 
@@ -156,27 +201,33 @@ class Indexer:
         return out
 
     def _apply_shard(self, gi: GlobalIndex, shard: int) -> tuple[int, bool]:
+        """Apply up to GROUP records of ``shard``: one log scan, one multi_get of the rows and
+        one of the refs, and one engine batch holding entries, refs and the checkpoint."""
         after = gi.checkpoint(shard)
-        keys: dict[bytes, None] = {}
-        stamps = []
-        last = after
-        table = gi.table
-        for seq, rec in log.scan_shard(self._engine, gi.feed.table_id, shard, after):  # type: ignore[attr-defined]
-            keys[table._prefix + table._encode(log.decode_pk(rec))] = None  # type: ignore[attr-defined]
-            stamps.append(rec[1])
-            last = seq
-            if len(stamps) >= CHUNK:
+        pks: dict[tuple, None] = {}
+        stamps: list[int] = []
+        add = stamps.append
+        decode, pk_of = _decode_record, _pk_of_blob
+        lo, hi = layout.change_log_range(gi.feed.table_id, shard, after)  # type: ignore[attr-defined]
+        key = None
+        for key, value in self._engine.scan(lo, hi):
+            rec = decode(value)
+            pks[pk_of(rec[2])[1] if rec[0] == log.PUT else tuple(rec[2])] = None
+            add(rec[1])
+            if len(stamps) >= GROUP:
                 break
-        if not stamps:
+        if key is None:
             return 0, False
+        last = int.from_bytes(key[9:17], "big")
         batch = self._engine.batch()
-        self.sync(gi, list(keys), batch)
+        encode, prefix = gi.encode_base, gi.table._prefix  # type: ignore[attr-defined]
+        self.sync(gi, sorted([prefix + encode(pk) for pk in pks]), batch)
         batch.put(layout.checkpoint_key(gi.index_id, shard), last.to_bytes(8, "big"))
         self._engine.write(batch)
         gi.checkpoints[shard] = last
         now = now_ms()
-        self.lags.extend(now - ts for ts in stamps)
-        return len(stamps), len(stamps) >= CHUNK
+        self.lags.extend([now - ts for ts in stamps])
+        return len(stamps), len(stamps) >= GROUP
 
     def sync(self, gi: GlobalIndex, base_keys: list[bytes], batch) -> None:
         """Put into ``batch`` what makes the entries of ``base_keys`` match the rows now.
@@ -185,24 +236,27 @@ class Indexer:
         """
         engine = self._engine
         codec = gi.codec
-        id4 = gi.index_id.to_bytes(4, "big")
-        ref_keys = [layout.INDEX_REFS + id4 + k[5:] for k in base_keys]
+        head = layout.INDEX_REFS + gi.index_id.to_bytes(4, "big")
+        ref_keys = [head + k[5:] for k in base_keys]
         blobs = engine.multi_get(base_keys)
         refs = engine.multi_get(ref_keys)
         prefix = codec.prefix
+        n = len(prefix)
+        entry, unpack, put, delete = codec.entry, rowcodec.unpack, batch.put, batch.delete
         for blob, ref_key, ref in zip(blobs, ref_keys, refs):
-            entry = codec.entry(rowcodec.unpack(blob)) if blob is not None else None
-            old = prefix + ref if ref is not None else None
-            if entry is None:
-                if old is not None:
-                    batch.delete(old)
-                    batch.delete(ref_key)
+            e = entry(unpack(blob)) if blob is not None else None
+            if e is None:
+                if ref is not None:
+                    delete(prefix + ref)
+                    delete(ref_key)
                 continue
-            if old is not None and old != entry[0]:
-                batch.delete(old)
-            batch.put(entry[0], entry[1])
-            if old != entry[0]:
-                batch.put(ref_key, entry[0][len(prefix):])
+            ikey = e[0]
+            if ref is None:
+                put(ref_key, ikey[n:])
+            elif ref != ikey[n:]:
+                delete(prefix + ref)
+                put(ref_key, ikey[n:])
+            put(ikey, e[1])
 
     # -- observing ---------------------------------------------------------------------
 

@@ -77,6 +77,85 @@ def index_schema(base: TableSchema, spec: IndexSpec) -> TableSchema:
     return TableSchema(spec.name, spec.table_id, pk, replace(base.options), spec.created_at)
 
 
+class _Slow(Exception):
+    """A key value the compiled encoder leaves to the reference one."""
+
+
+def _tuple_code(exprs: list[tuple[str, str]], out: list[str], indent: str) -> list[str]:
+    """Code lines encoding ``(python expression, key type)`` pairs into locals; returns the
+    names of the encoded parts, in order. Values must already have their Python type."""
+    parts = []
+    for i, (expr, kind) in enumerate(exprs):
+        b = f"_k{i}"
+        if kind == codec.STRING or kind == codec.BINARY:
+            enc = f"{expr}.encode()" if kind == codec.STRING else expr
+            head = "b'\\x02'" if kind == codec.STRING else "b'\\x01'"
+            out += [
+                f"{indent}{b} = {enc}",
+                f"{indent}if len({b}) > {codec.MAX_KEY_VALUE_BYTES}: raise _Slow",
+                f"{indent}if b'\\x00' in {b}: {b} = {b}.replace(b'\\x00', b'\\x00\\xff')",
+            ]
+            parts += [head, b, "b'\\x00'"]
+        else:
+            out += [
+                f"{indent}if not {codec.INT64_MIN} <= {expr} <= {codec.INT64_MAX}: raise _Slow",
+                f"{indent}{b} = ({expr} + {2**63}).to_bytes(8, 'big')",
+            ]
+            parts += ["b'\\x15'", b]
+    return parts
+
+
+def compile_key_encoder(types: tuple[str, ...]):
+    """``encode(pk tuple) -> bytes`` for key tuples already validated against ``types``
+    (decoded from stored rows); the same bytes as ``keys.codec``'s encoders."""
+    lines = ["def encode(pk):", "    try:"]
+    body: list[str] = []
+    parts = _tuple_code([(f"pk[{i}]", t) for i, t in enumerate(types)], body, "        ")
+    lines += body + [f"        return b''.join(({', '.join(parts)},))",
+                     "    except (_Slow, UnicodeEncodeError):",
+                     "        return _slow(pk, _types)"]
+    ns = {"_Slow": _Slow, "_slow": codec.encode_tuple, "_types": types}
+    exec("\n".join(lines), ns)  # noqa: S102 - generated from the schema's types only
+    return ns["encode"]
+
+
+def compile_entry(prefix: bytes, sources: list, attrs: tuple, slow):
+    """The entry function of one index: ``sources`` lists, per index key column,
+    ``(base key position, None, type)`` or ``(None, attribute column, type)``."""
+    py = {codec.STRING: "str", codec.INTEGER: "int", codec.BINARY: "bytes"}
+    lines = ["def entry(row):", "    pk = row[1]", "    latest = row[2]"]
+    values = []
+    for i, (pos, col, kind) in enumerate(sources):
+        v = f"_v{i}"
+        if pos is not None:
+            lines.append(f"    {v} = pk[{pos}]")
+        else:
+            lines += [f"    {v} = latest.get({col!r})",
+                      f"    if type({v}) is not {py[kind]}: return None"]
+        values.append((v, kind))
+    body: list[str] = []
+    lines.append("    try:")
+    parts = _tuple_code(values, body, "        ")
+    lines += body + [f"        key = b''.join((_prefix, {', '.join(parts)}))",
+                     "    except (_Slow, UnicodeEncodeError):",
+                     "        return _slow(row)"]
+    vals = "[" + ", ".join(v for v, _ in values) + "]"
+    if not attrs:
+        lines.append(f"    return key, _pack((1, {vals}, {{}}, {{}}, None))")
+    else:
+        lines.append("    cols = {}")
+        for n in attrs:
+            lines += [f"    x = latest.get({n!r}, _M)", f"    if x is not _M: cols[{n!r}] = x"]
+        lines += ["    stamps = row[3]",
+                  "    if type(stamps) is not int:",
+                  "        return key, _encode_latest(" + vals + ", cols, {n: stamps[n] for n in cols})",
+                  "    return key, _pack((1, " + vals + ", cols, stamps if cols else {}, None))"]
+    ns = {"_Slow": _Slow, "_slow": slow, "_prefix": prefix, "_pack": rowcodec.pack,
+          "_encode_latest": rowcodec.encode_latest, "_M": object()}
+    exec("\n".join(lines), ns)  # noqa: S102 - generated from the index declaration only
+    return ns["entry"]
+
+
 class IndexCodec:
     """Computes the entry (index row key and blob) of a decoded base row."""
 
@@ -96,9 +175,16 @@ class IndexCodec:
         self._attrs = spec.defined_columns
         # where each base key column sits in the index key
         self.base_positions = [spec.primary_key.index(n) for n in base.pk_names]
+        self.entry = compile_entry(self.prefix, [
+            (pos, None, self.schema.pk_types[i]) if pos is not None else (None, attr[0], self.schema.pk_types[i])  # type: ignore[index]
+            for i, (pos, attr) in enumerate(self._sources)
+        ], self._attrs, self.entry_slow)
+        """``(index key, index row blob)`` of a decoded base row, or None if it is not indexed
+        (a row lacking a declared column, or holding one of another type). Compiled per index;
+        any value off the fast path (long, non-UTF-8, out of range) goes to :meth:`entry_slow`."""
 
-    def entry(self, row: list) -> tuple[bytes, bytes] | None:
-        """``(index key, index row blob)`` of a decoded base row, or None if it is not indexed."""
+    def entry_slow(self, row: list) -> tuple[bytes, bytes] | None:
+        """The reference implementation of :meth:`entry` (checks and errors of ``keys.codec``)."""
         pk, latest, stamps = row[1], row[2], row[3]
         values = []
         for pos, attr in self._sources:

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ..table import rowcodec
-
 from ..errors import ParameterInvalid
+from ..table import rowcodec
 from ..table.row import RangeResult, Row
 from ..table.table import Table
 from .schema import IndexCodec

@@ -46,7 +46,7 @@ _INT_OFFSET = 2**63
 class _Infinity:
     """A bound that stands in for any key column in a range read."""
 
-    __slots__ = ("name", "_sign")
+    __slots__ = ("_sign", "name")
 
     def __init__(self, name: str, sign: int) -> None:
         self.name = name

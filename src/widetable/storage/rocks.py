@@ -6,7 +6,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-from rocksdict import Options, ReadOptions, Rdict, WriteBatch, WriteOptions
+from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from ..errors import WidetableError
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from bisect import bisect_right as _bisect
 from collections.abc import Callable
 
 from ..keys import codec, layout
@@ -30,6 +31,7 @@ from . import log
 
 _UNREAD = object()  # the old row was not read by the caller
 _pack = rowcodec.pack
+_unpack = rowcodec.unpack
 _time_ns = time.time_ns
 
 
@@ -48,6 +50,7 @@ class TableFeed:
         self.lock = threading.Lock()
         self._prefix = layout.CHANGE_LOG + table_id.to_bytes(4, "big")
         self._new_batch, self._write, self._find = engine.batch, engine.write, router.find
+        self._get = engine.get
 
     @staticmethod
     def decode_pk(key: bytes) -> tuple:
@@ -60,17 +63,19 @@ class TableFeed:
         batch = self._new_batch()
         batch.put(key, blob)
         if self.local:
-            self.stage_local(batch, key, old, rowcodec.unpack(blob))
+            if old is _UNREAD:
+                old = self._get(key)
+            if old != blob:  # an identical rewrite changes no entry
+                self.stage_local(batch, key, old, _unpack(blob))
         if not self.logged:
             self._write(batch)
             return
         # commit() inlined: this is the hot path of every put_row on a logged table.
-        with self.lock:
+        with self.lock:  # ts under the lock too: commit times follow seq order
             seq = self.seq + 1
-            batch.put(
-                self._prefix + self._find(key).id.to_bytes(4, "big") + seq.to_bytes(8, "big"),
-                _pack([log.PUT, _time_ns() // 1_000_000, blob]),
-            )
+            bounds, parts = self.router.state  # router.find(key), inlined
+            batch.put(self._prefix + parts[_bisect(bounds, key)].id.to_bytes(4, "big") + seq.to_bytes(8, "big"),
+                      _pack((1, _time_ns() // 1_000_000, blob)))  # log.PUT
             self._write(batch)
             self.seq = seq
         if self.notify is not None:
@@ -116,11 +121,18 @@ class TableFeed:
         None (no row), or _UNREAD (read it now, under the caller's row lock).
         """
         if old is _UNREAD:
-            old = self.engine.get(key)
+            old = self._get(key)
+        if old is None:
+            if new_row is not None:
+                for index in self.local:
+                    after = index.entry(new_row)
+                    if after is not None:
+                        batch.put(after[0], after[1])
+            return
         if type(old) is bytes:
-            old = rowcodec.unpack(old)
+            old = _unpack(old)
         for index in self.local:
-            before = index.entry(old) if old is not None else None
+            before = index.entry(old)
             after = index.entry(new_row) if new_row is not None else None
             if before is not None and (after is None or before[0] != after[0]):
                 batch.delete(before[0])

@@ -17,7 +17,7 @@ class Row:
     newest first, as ``(value, timestamp)`` pairs.
     """
 
-    __slots__ = ("primary_key", "columns", "_stamps", "_versions")
+    __slots__ = ("_stamps", "_versions", "columns", "primary_key")
 
     def __init__(
         self,
@@ -94,7 +94,7 @@ class RangeResult:
 class WriteResult:
     """What a single-row write returns: the row's key and any incremented values."""
 
-    __slots__ = ("primary_key", "increments")
+    __slots__ = ("increments", "primary_key")
 
     def __init__(self, primary_key: tuple, increments: Mapping[str, int] = _NO_INCREMENTS) -> None:
         self.primary_key = primary_key
@@ -124,7 +124,7 @@ class BatchGetResult:
 class BatchWriteResult:
     """The outcome of one row of ``batch_write_row``: its ``result``, or its ``error``."""
 
-    __slots__ = ("table", "operation", "primary_key", "_result", "error")
+    __slots__ = ("_result", "error", "operation", "primary_key", "table")
 
     def __init__(
         self,

@@ -24,6 +24,9 @@ import msgspec
 
 FORMAT = 1  # DO NOT CHANGE: embedded in on-disk data
 
+# Versions of one column, newest first: [(timestamp, value), ...]
+Versions = list[tuple[int, object]]
+
 # One encoder and one typed decoder serve every thread: msgspec keeps no state
 # between calls, and both run in C under the GIL. Decoding into the row's
 # shape yields the key as a tuple and needs no per-row Python work.

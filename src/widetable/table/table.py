@@ -29,11 +29,11 @@ from .values import (
     INT64_MIN,
     MAX_COLUMNS_PER_WRITE,
     check_column_name,
+    check_packed,
     check_timestamp,
+    check_value,
     normalize_cells,
     now_ms,
-    check_packed,
-    check_value,
     plain_cells,
 )
 
@@ -51,7 +51,7 @@ _KEY_OFFSET = 5  # len(ROWS prefix + table id)
 class _Unrouted:
     """The partition of a table with no partition router: counts go nowhere useful."""
 
-    __slots__ = ("reads", "writes", "bytes_read", "bytes_written")
+    __slots__ = ("bytes_read", "bytes_written", "reads", "writes")
 
     def __init__(self) -> None:
         self.reads = self.writes = self.bytes_read = self.bytes_written = 0
