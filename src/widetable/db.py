@@ -114,6 +114,11 @@ class Database:
         if self._closed:
             raise WidetableError("the database is closed", "OTSParameterInvalid")
 
+    def compact(self) -> None:
+        """Flush memtables and compact the whole store: reads then find every row in one place."""
+        self._check_open()
+        self._engine.compact()
+
     def close(self) -> None:
         """Stop background work and close the engine. Idempotent."""
         if self._closed:

@@ -78,6 +78,9 @@ class MemoryEngine:
     def approximate_size(self, start: bytes, end: bytes) -> int:
         return sum(len(k) + len(v) for k, v in self.scan(start, end))
 
+    def compact(self) -> None:
+        pass
+
     def flush(self) -> None:
         pass
 

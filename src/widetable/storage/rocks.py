@@ -88,6 +88,11 @@ class RocksEngine:
             total += len(key) + len(value)
         return total
 
+    def compact(self) -> None:
+        """Flush the memtables and compact every key into the bottom level."""
+        self._db.flush(True)
+        self._db.compact_range(None, None)
+
     def flush(self) -> None:
         self._db.flush_wal(True)
 
