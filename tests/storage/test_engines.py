@@ -236,3 +236,10 @@ def test_unknown_engine_is_rejected(tmp_path) -> None:
     with pytest.raises(WidetableError) as info:
         open_engine("", "rocksdb")
     assert info.value.code == "OTSParameterInvalid"
+
+
+def test_compact_keeps_every_key(filled) -> None:
+    before = list(filled.scan(b"", b"\xff"))
+    filled.compact()
+    assert list(filled.scan(b"", b"\xff")) == before
+    assert list(filled.scan(b"", b"\xff", reverse=True)) == before[::-1]
