@@ -79,7 +79,7 @@ def run(
     workdir: Path | None = None,
 ) -> list[Measure]:
     """Measure in a temp folder (removed afterwards) and return the three measures."""
-    from rocksdict import Rdict, ReadOptions, WriteBatch
+    from rocksdict import Rdict, ReadOptions
 
     import widetable
 
@@ -111,19 +111,10 @@ def run(
         table = db.table(TABLE)
 
         def raw_load() -> int:
-            for batch in raw_batches:
-                wb = WriteBatch(raw_mode=True)
-                for k, v in batch:
-                    wb.put(k, v)
-                raw.write(wb)
-            return rows
+            return _load_raw(raw, raw_batches, rows)
 
         def wt_load() -> int:
-            for batch in wt_batches:
-                for result in db.batch_write_row(batch):
-                    if not result.ok:
-                        raise RuntimeError(f"batch_write_row failed: {result.error}")
-            return rows
+            return _load_widetable(db, wt_batches, rows)
 
         def raw_gets() -> int:
             get = raw.get
@@ -176,38 +167,42 @@ def run(
         gc.unfreeze()
 
 
+def _load_raw(store: Any, batches: list, rows: int) -> int:
+    """Write ``batches`` of (key, blob) to raw rocksdict, one WriteBatch each; return rows."""
+    from rocksdict import WriteBatch
+
+    for batch in batches:
+        wb = WriteBatch(raw_mode=True)
+        for k, v in batch:
+            wb.put(k, v)
+        store.write(wb)
+    return rows
+
+
+def _load_widetable(db: Any, batches: list, rows: int) -> int:
+    """Send ``batches`` through ``batch_write_row``, checking every row; return rows."""
+    for batch in batches:
+        for result in db.batch_write_row(batch):
+            if not result.ok:
+                raise RuntimeError(f"batch_write_row failed: {result.error}")
+    return rows
+
+
 def _scratch_load(path: Path, batches: list, rows: int, raw: bool) -> float:
     """Rows/s loading ``batches`` into a fresh store at ``path`` (closed afterwards)."""
-    from rocksdict import Rdict, WriteBatch
+    from rocksdict import Rdict
 
     import widetable
 
     if raw:
         store = Rdict(str(path), rocks_options())
-
-        def load() -> int:
-            for batch in batches:
-                wb = WriteBatch(raw_mode=True)
-                for k, v in batch:
-                    wb.put(k, v)
-                store.write(wb)
-            return rows
-
-        rate = _timed(load)
+        rate = _timed(lambda: _load_raw(store, batches, rows))
         store.flush(wait=True)
         store.close()
         return rate
     db = widetable.open(str(path))
     db.create_table(TABLE, primary_key=[("k", "STRING")], max_versions=1)
-
-    def load_wt() -> int:
-        for batch in batches:
-            for result in db.batch_write_row(batch):
-                if not result.ok:
-                    raise RuntimeError(f"batch_write_row failed: {result.error}")
-        return rows
-
-    rate = _timed(load_wt)
+    rate = _timed(lambda: _load_widetable(db, batches, rows))
     db.close()
     return rate
 
