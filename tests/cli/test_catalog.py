@@ -93,3 +93,32 @@ def test_data_from_env_and_per_command(tmp_path):
     assert runner.invoke(app, ["tables"], env=env).stdout.startswith("a\t")
     assert runner.invoke(app, ["tables", "--data", str(cmd_dir)], env=env).stdout.startswith("b\t")
     assert runner.invoke(app, ["--data", str(cmd_dir), "tables"], env=env).stdout.startswith("b\t")
+
+
+def test_create_table_with_split_points_capacity_and_auto_increment(cli):
+    out = cli(
+        "create-table", "ev", "--pk", "Host:STRING", "--pk", "Seq:INTEGER:AUTO_INCREMENT",
+        "--split-point", "8", "--split-point", "c", "--capacity", "100",
+    ).stdout
+    assert "Seq INTEGER AUTO_INCREMENT" in out
+    first = cli("put", "ev", "--pk", '["h1", "AUTO_INCREMENT"]', "--col", "v=1").stdout
+    second = cli("put", "ev", "--pk", '["h1", "AUTO_INCREMENT"]', "--col", "v=2").stdout
+    assert first != second and "Put row ['h1', " in first
+    described = cli("describe", "ev").stdout
+    assert "partitions (3)" in described and "pre-split" in described
+    db = cli.open()
+    try:
+        desc = db.describe_table("ev")
+        assert [p.start for p in desc.partitions] == [None, "8", "c"]
+        assert desc.options.capacity == 100
+        seqs = [r.primary_key[1] for r in db.table("ev").scan()]
+        assert len(seqs) == 2 and seqs[0] < seqs[1]
+    finally:
+        db.close()
+
+
+def test_create_table_rejects_bad_split_points_and_key_specs(cli):
+    err = cli("create-table", "x", "--pk", "a:INTEGER", "--split-point", "zz", code=2).stderr
+    assert "not a valid INTEGER" in err
+    err = cli("create-table", "x", "--pk", "a:STRING:SERIAL", code=2).stderr
+    assert "AUTO_INCREMENT" in err

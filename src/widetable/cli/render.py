@@ -129,6 +129,57 @@ def options_table(desc: TableDescription) -> RichTable:
     return table
 
 
+def partitions_table(desc: TableDescription, limit: int = 50) -> RichTable:
+    """Each partition's range, estimated size, recent rates, state and hot key."""
+    parts = desc.partitions
+    title = f"partitions ({len(parts)})" + (f", first {limit}" if len(parts) > limit else "")
+    table = RichTable(title=title, title_justify="left")
+    for name, justify in (
+        ("#", "right"), ("start", "left"), ("end", "left"), ("rows", "right"),
+        ("bytes", "right"), ("reads/s", "right"), ("writes/s", "right"), ("state", "left"),
+        ("hot key", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for p in parts[:limit]:
+        table.add_row(
+            str(p.index), "-inf" if p.start is None else repr(p.start),
+            "+inf" if p.end is None else repr(p.end), f"~{p.rows:,}", f"~{p.bytes:,}",
+            f"{p.reads_per_sec:,.1f}", f"{p.writes_per_sec:,.1f}", p.state,
+            "" if p.hot_key is None else f"[red]{p.hot_key!r}[/red]",
+        )
+    return table
+
+
+def history_table(desc: TableDescription, limit: int = 10) -> RichTable:
+    """The latest splits, merges and unsplittable hot keys, newest last."""
+    events = desc.split_history[-limit:]
+    table = RichTable(title=f"split history (last {len(events)})", title_justify="left")
+    for name in ("time", "kind", "reason", "key", "parents -> children"):
+        table.add_column(name)
+    for e in events:
+        when = datetime.fromtimestamp(e.time, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+        table.add_row(
+            when, e.kind, e.reason, "" if e.key is None else repr(e.key),
+            f"{list(e.parents)} -> {list(e.children)}",
+        )
+    return table
+
+
+def indexes_table(desc: TableDescription) -> RichTable:
+    """Secondary indexes with their key and, for global ones, the lag."""
+    table = RichTable(title="indexes", title_justify="left")
+    for name in ("name", "type", "primary key", "defined columns", "lag"):
+        table.add_column(name)
+    for ix in desc.indexes:
+        lag = "-" if ix.lag_ms is None else f"{ix.lag_ms} ms"
+        if ix.behind_retention:
+            lag += " [red](behind retention)[/red]"
+        table.add_row(
+            ix.name, ix.index_type, ", ".join(ix.primary_key), ", ".join(ix.defined_columns), lag
+        )
+    return table
+
+
 def row_json(row: Row, with_versions: bool = False) -> str:
     """A row as one JSON line: ``{"pk": [...], "columns": {...}}`` (the JSONL export format)."""
     obj: dict = {"pk": pk_to_json(row.primary_key), "columns": columns_to_json(row.columns)}

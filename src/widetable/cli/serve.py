@@ -12,6 +12,10 @@ from .. import db as _db
 from .app import DEFAULT_DATA, DataOpt, command
 from .literals import CliError
 
+# Per-partition capacity the server switches on: high enough that ordinary local use never
+# meets it, low enough that a hot partition really throttles (OTSServerBusy, retried by SDKs).
+DEFAULT_CAPACITY = 20000
+
 
 @command("serve")
 def serve(
@@ -28,6 +32,10 @@ def serve(
     tls_key: Annotated[str | None, typer.Option("--tls-key", help="TLS private key (PEM).")] = None,
     sync: Annotated[bool, typer.Option("--sync", help="fsync every write (power-loss safe).")] = False,
     access_log: Annotated[bool, typer.Option("--access-log", help="Log every request.")] = False,
+    capacity: Annotated[
+        int,
+        typer.Option(min=0, help="Operations per second per partition before OTSServerBusy; 0 = unlimited."),
+    ] = DEFAULT_CAPACITY,
     grace: Annotated[
         float, typer.Option(min=0, help="Seconds in-flight requests get at shutdown.")
     ] = 30.0,
@@ -36,6 +44,8 @@ def serve(
 
     Access keys come from --keys and/or WIDETABLE_ACCESS_KEY_ID and
     WIDETABLE_ACCESS_KEY_SECRET; with neither, a key pair is made for this run.
+    Every table gets --capacity operations per second per partition (existing
+    tables at start-up, new ones when created); 0 turns throttling off.
     SIGTERM or Ctrl-C stops accepting, finishes in-flight requests and closes the store.
     """
     from ..server import WidetableServer, load_keys
@@ -49,7 +59,8 @@ def serve(
     path = data or (ctx.obj or {}).get("data") or DEFAULT_DATA
     database = _db.open(path, sync=sync)
     try:
-        server = WidetableServer(database, store, host, port, instance, tls_cert, tls_key, access_log)
+        server = WidetableServer(database, store, host, port, instance, tls_cert, tls_key, access_log,
+                                 capacity=capacity)
     except BaseException:
         database.close()
         raise
@@ -73,6 +84,8 @@ def _banner(server, path: str, store, generated: bool) -> None:
     print(f"widetable serving {path} (Tablestore protocol)", flush=False)
     print(f"  endpoint:  {server.endpoint}")
     print(f"  instance:  {server.instance}")
+    cap = server.capacity
+    print(f"  capacity:  {f'{cap} operations/s per partition' if cap else 'unlimited'}")
     if generated:
         print("  access key (generated for this run; set WIDETABLE_ACCESS_KEY_ID / _SECRET "
               "or --keys to fix one):")

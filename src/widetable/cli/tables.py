@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ..table.filters import parse_filter
+from ..table.schema import AUTO_INCREMENT
 from ..table.table import MAX_RANGE_ROWS
 from . import render
 from .app import (
@@ -49,16 +50,44 @@ def create_table(
     max_time_deviation: Annotated[
         int | None, typer.Option(help="Seconds an explicit timestamp may be from now.")
     ] = None,
+    split_point: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--split-point",
+            help="Pre-split at this partition-key value (text; an integer for INTEGER keys, "
+            "hex for BINARY); repeat for more partitions.",
+        ),
+    ] = None,
+    capacity: Annotated[
+        float | None,
+        typer.Option(min=0, help="Operations per second per partition; over it requests are "
+                     "throttled with OTSServerBusy. 0 or unset: unlimited."),
+    ] = None,
+    stream: Annotated[bool, typer.Option("--stream", help="Keep a change stream.")] = False,
     data: DataOpt = None,
 ) -> None:
-    """Create a table. The first --pk column is the partition key."""
-    columns = []
+    """Create a table. The first --pk column is the partition key.
+
+    A key column may end in :AUTO_INCREMENT (a non-first INTEGER column).
+    """
+    columns: list[tuple[str, ...]] = []
     for item in pk:
-        col_name, sep, type_ = item.rpartition(":")
-        if not sep or not col_name:
-            raise typer.BadParameter(f"expected NAME:TYPE, got {item!r}", param_hint="'--pk'")
-        columns.append((col_name, type_.upper()))
-    options: dict[str, int] = {}
+        parts = item.split(":")
+        if len(parts) not in (2, 3) or not parts[0] or (
+            len(parts) == 3 and parts[2].upper() != "AUTO_INCREMENT"
+        ):
+            raise typer.BadParameter(
+                f"expected NAME:TYPE or NAME:INTEGER:AUTO_INCREMENT, got {item!r}",
+                param_hint="'--pk'",
+            )
+        columns.append((parts[0], parts[1].upper(), *(p.upper() for p in parts[2:])))
+    options: dict[str, object] = {}
+    if split_point:
+        options["split_points"] = [_split_value(v, columns[0][1]) for v in split_point]
+    if capacity:
+        options["capacity"] = capacity
+    if stream:
+        options["stream"] = True
     if max_versions is not None:
         options["max_versions"] = max_versions
     if ttl is not None:
@@ -67,8 +96,22 @@ def create_table(
         options["max_time_deviation"] = max_time_deviation
     with open_db(ctx, data, create=True) as db:
         db.create_table(name, columns, **options)
-        key = ", ".join(f"{n} {t}" for n, t in columns)
+        key = ", ".join(" ".join(c[1:]).join([f"{c[0]} ", ""]) for c in columns)
         render.out(f"Created table {name}: primary key {key}")
+
+
+def _split_value(text: str, key_type: str) -> object:
+    """A --split-point given as text, read as the partition key's type."""
+    try:
+        if key_type == "INTEGER":
+            return int(text)
+        if key_type == "BINARY":
+            return bytes.fromhex(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"split point {text!r} is not a valid {key_type} value", param_hint="'--split-point'"
+        ) from None
+    return text
 
 
 @command("tables")
@@ -91,11 +134,16 @@ def describe(
     name: Annotated[str, typer.Argument(metavar="TABLE", help="Table name.")],
     data: DataOpt = None,
 ) -> None:
-    """Show a table's primary key and options."""
+    """Show a table's primary key, options, partitions, split history and indexes."""
     with open_db(ctx, data) as db:
         desc = db.describe_table(name)
         render.console.print(render.schema_table(desc))
         render.console.print(render.options_table(desc))
+        render.console.print(render.partitions_table(desc))
+        if desc.split_history:
+            render.console.print(render.history_table(desc))
+        if desc.indexes:
+            render.console.print(render.indexes_table(desc))
 
 
 @command("drop-table")
@@ -128,12 +176,31 @@ def put(
     condition: ConditionOpt = None,
     data: DataOpt = None,
 ) -> None:
-    """Write a whole row, replacing every column it had."""
+    """Write a whole row, replacing every column it had.
+
+    On a table with an auto-increment key column, give "AUTO_INCREMENT" for it
+    and the store assigns the value, which is printed.
+    """
     key = arg(parse_pk, pk, "--pk")
     columns = write_columns(col, json_columns)
     with open_db(ctx, data, create=False) as db:
-        result = db.table(table).put_row(key, columns, condition_of(expect, condition))
+        t = db.table(table)
+        key = _with_auto_increment(key, t.schema.auto_increment, t.schema.pk_names)
+        result = t.put_row(key, columns, condition_of(expect, condition))
         render.out(f"Put row {list(result.primary_key)!r}")
+
+
+def _with_auto_increment(key: object, auto: str | None, names: tuple[str, ...]) -> object:
+    """``key`` with the text "AUTO_INCREMENT" in the auto-increment column made the placeholder."""
+    if auto is None:
+        return key
+    if isinstance(key, dict):
+        return {n: AUTO_INCREMENT if n == auto and v == "AUTO_INCREMENT" else v for n, v in key.items()}
+    if isinstance(key, tuple):
+        i = names.index(auto)
+        if i < len(key) and key[i] == "AUTO_INCREMENT":
+            return key[:i] + (AUTO_INCREMENT,) + key[i + 1 :]
+    return key
 
 
 @command("update")

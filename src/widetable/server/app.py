@@ -293,7 +293,10 @@ class Handler(BaseHTTPRequestHandler):
             request = _REQUEST_CLASSES[api].FromString(body)
         except (DecodeError, RecursionError, ValueError) as exc:
             raise WidetableError(f"malformed {api} request body: {exc}", "OTSParameterInvalid") from None
-        response = entry[1](self.server.db, request)
+        if api == "CreateTable":
+            response = tables.create_table(self.server.db, request, self.server.capacity)
+        else:
+            response = entry[1](self.server.db, request)
         return response.SerializeToString()
 
     def _respond(self, status: int, api: str, body: bytes, verified: Verified | None) -> None:
@@ -348,9 +351,21 @@ class WidetableServer(ThreadingHTTPServer):
 
     def __init__(self, db: Database, keys: KeyStore, host: str = "127.0.0.1", port: int = 8080,
                  instance: str = DEFAULT_INSTANCE, certfile: str | None = None,
-                 keyfile: str | None = None, access_log: bool = False) -> None:
+                 keyfile: str | None = None, access_log: bool = False,
+                 capacity: int | None = None) -> None:
+        """``capacity``: operations per second per partition, set on every table now and
+        on tables created later (0 turns throttling off); None leaves tables as they are."""
+        if capacity is not None and (type(capacity) is not int or capacity < 0):
+            raise ValueError(f"capacity must be an int >= 0, got {capacity!r}")
         super().__init__((host, port), Handler)
         self.db = db
+        self.capacity = capacity
+        if capacity is not None:
+            try:
+                tables.apply_capacity(db, capacity)
+            except BaseException:
+                self.server_close()
+                raise
         self.keys = keys
         self.instance = instance
         self.access_log = access_log

@@ -59,6 +59,22 @@ PK_TYPES = {
 }
 PK_TYPE_CODES = {v: k for k, v in PK_TYPES.items()}
 AUTO_INCREMENT_OPTION = enum_value("PrimaryKeyOption", "AUTO_INCREMENT")
+DEFINED_TYPES = {
+    enum_value("DefinedColumnType", "DCT_INTEGER"): "INTEGER",
+    enum_value("DefinedColumnType", "DCT_DOUBLE"): "DOUBLE",
+    enum_value("DefinedColumnType", "DCT_BOOLEAN"): "BOOLEAN",
+    enum_value("DefinedColumnType", "DCT_STRING"): "STRING",
+    enum_value("DefinedColumnType", "DCT_BLOB"): "BINARY",
+}
+DEFINED_TYPE_CODES = {v: k for k, v in DEFINED_TYPES.items()}
+# Secondary indexes: a global index is updated asynchronously, a local one synchronously
+# (the only two pairings Tablestore accepts).
+IT_GLOBAL = enum_value("IndexType", "IT_GLOBAL_INDEX")
+IT_LOCAL = enum_value("IndexType", "IT_LOCAL_INDEX")
+IUM_ASYNC = enum_value("IndexUpdateMode", "IUM_ASYNC_INDEX")
+IUM_SYNC = enum_value("IndexUpdateMode", "IUM_SYNC_INDEX")
+INDEX_TYPES = {IT_GLOBAL: ("GLOBAL", IUM_ASYNC), IT_LOCAL: ("LOCAL", IUM_SYNC)}
+INDEX_TYPE_CODES = {"GLOBAL": (IT_GLOBAL, IUM_ASYNC), "LOCAL": (IT_LOCAL, IUM_SYNC)}
 
 
 # -- sizes and capacity units -----------------------------------------------------

@@ -1,23 +1,57 @@
 """Table APIs: CreateTable, ListTable, DescribeTable, UpdateTable, DeleteTable,
-ComputeSplitPointsBySize; CreateIndex / DropIndex answer "not supported" until
-the library has secondary indexes."""
+ComputeSplitPointsBySize, CreateIndex, DropIndex.
+
+Predefined columns (``defined_column``) and secondary indexes (``IndexMeta``:
+IT_GLOBAL_INDEX with IUM_ASYNC_INDEX, IT_LOCAL_INDEX with IUM_SYNC_INDEX) map
+to the library's. An index is read by its name (GetRow, GetRange); writes to it
+fail with ``OTSParameterInvalid``. Reserved throughput: the library keeps one
+pool of operations per second per table, for reads and writes alike, that a
+partition over its capacity may draw on; CreateTable / UpdateTable set it to
+read + write CUs (UpdateTable: of the fields sent), and DescribeTable reports
+the pool as both the read and the write figure, since either may use all of it.
+"""
 
 from __future__ import annotations
 
 from ..db import Database, TableDescription
-from ..errors import NotSupported, ParameterInvalid
+from ..errors import ParameterInvalid
 from ..keys.codec import INF_MIN
 from ..table.schema import AUTO_INCREMENT, FOREVER
 from . import convert, plainbuffer
 from .proto import pb
 
 
-def create_table(db: Database, req) -> object:
+def _index_args(meta) -> dict:
+    """``db.create_index`` arguments of an ``IndexMeta``: GLOBAL goes with IUM_ASYNC_INDEX,
+    LOCAL with IUM_SYNC_INDEX, as Tablestore requires."""
+    kind = convert.INDEX_TYPES.get(meta.index_type)
+    if kind is None:
+        raise ParameterInvalid(f"index {meta.name!r}: unknown index type {meta.index_type}")
+    if meta.index_update_mode != kind[1]:
+        raise ParameterInvalid(
+            f"index {meta.name!r}: a {kind[0].lower()} index must use "
+            f"{'IUM_ASYNC_INDEX' if kind[0] == 'GLOBAL' else 'IUM_SYNC_INDEX'}"
+        )
+    return {
+        "name": meta.name, "primary_key": list(meta.primary_key),
+        "defined_columns": list(meta.defined_column), "index_type": kind[0],
+    }
+
+
+def reserved_pool(cu) -> int:
+    """The library's ``reserved_throughput`` (one pool of operations per second, for
+    reads and writes alike) for a ``CapacityUnit``: read + write CUs."""
+    read = cu.read if cu.HasField("read") else 0
+    write = cu.write if cu.HasField("write") else 0
+    if read < 0 or write < 0:
+        raise ParameterInvalid(f"reserved throughput must be >= 0, got read={read} write={write}")
+    return read + write
+
+
+def create_table(db: Database, req, capacity: int | None = None) -> object:
+    """CreateTable; ``capacity`` (the server's ``--capacity``) is each partition's
+    operations per second (None: the library's default, 0: off)."""
     meta = req.table_meta
-    if len(meta.defined_column):
-        raise NotSupported("defined columns are not supported yet (they come with secondary indexes)")
-    if len(req.index_metas):
-        raise NotSupported("secondary indexes are not supported yet")
     primary_key: list[tuple] = []
     for col in meta.primary_key:
         kind = convert.PK_TYPES.get(col.type)
@@ -29,18 +63,39 @@ def create_table(db: Database, req) -> object:
             primary_key.append((col.name, kind, AUTO_INCREMENT))
         else:
             primary_key.append((col.name, kind))
+    defined = []
+    for col in meta.defined_column:
+        kind = convert.DEFINED_TYPES.get(col.type)
+        if kind is None:
+            raise ParameterInvalid(f"defined column {col.name!r}: type {col.type} is not supported")
+        defined.append((col.name, kind))
+    indexes = [_index_args(m) for m in req.index_metas]  # all checked before anything is made
     opts = req.table_options
     kwargs: dict = {}
+    if defined:
+        kwargs["defined_columns"] = defined
     if opts.HasField("max_versions"):
         kwargs["max_versions"] = opts.max_versions
     if opts.HasField("time_to_live"):
         kwargs["ttl"] = opts.time_to_live
     if opts.HasField("deviation_cell_version_in_sec"):
         kwargs["max_time_deviation"] = opts.deviation_cell_version_in_sec
+    if req.HasField("reserved_throughput"):
+        pool = reserved_pool(req.reserved_throughput.capacity_unit)
+        if pool:
+            kwargs["reserved_throughput"] = pool
+    if capacity is not None:
+        kwargs["capacity"] = capacity
     split_points = [plainbuffer.decode_value(p.begin) for p in req.partitions][1:]
     if split_points:
         kwargs["split_points"] = split_points
     db.create_table(meta.table_name, primary_key, **kwargs)
+    try:
+        for index in indexes:  # the table is empty: nothing to backfill
+            db.create_index(meta.table_name, include_base_data=False, progress=False, **index)
+    except BaseException:
+        db.delete_table(meta.table_name)  # all or nothing, as the service does
+        raise
     return pb.CreateTableResponse()
 
 
@@ -56,8 +111,9 @@ def _fill_options(msg, d: TableDescription) -> None:
 
 
 def _fill_throughput(msg, d: TableDescription) -> None:
-    msg.capacity_unit.read = 0
-    msg.capacity_unit.write = 0
+    # One pool serves reads and writes alike, so each may use all of it.
+    msg.capacity_unit.read = int(d.options.reserved_throughput)
+    msg.capacity_unit.write = int(d.options.reserved_throughput)
     msg.last_increase_time = int(d.created_at)
 
 
@@ -69,6 +125,15 @@ def describe_table(db: Database, req) -> object:
         col = resp.table_meta.primary_key.add(name=name, type=convert.PK_TYPE_CODES[kind])
         if name == d.auto_increment:
             col.option = convert.AUTO_INCREMENT_OPTION
+    for name, kind in d.defined_columns:
+        resp.table_meta.defined_column.add(name=name, type=convert.DEFINED_TYPE_CODES[kind])
+    for index in d.indexes:
+        index_type, mode = convert.INDEX_TYPE_CODES[index.index_type]
+        resp.index_metas.add(
+            name=index.name, primary_key=list(index.primary_key),
+            defined_column=list(index.defined_columns), index_type=index_type,
+            index_update_mode=mode,
+        )
     _fill_throughput(resp.reserved_throughput_details, d)
     _fill_options(resp.table_options, d)
     resp.sse_details.enable = False
@@ -77,8 +142,11 @@ def describe_table(db: Database, req) -> object:
 
 def update_table(db: Database, req) -> object:
     opts = req.table_options
+    extra: dict = {}
+    if req.HasField("reserved_throughput"):
+        extra["reserved_throughput"] = reserved_pool(req.reserved_throughput.capacity_unit)
     d = db.update_table(
-        req.table_name,
+        req.table_name, **extra,
         max_versions=opts.max_versions if opts.HasField("max_versions") else None,
         ttl=opts.time_to_live if opts.HasField("time_to_live") else None,
         max_time_deviation=(
@@ -118,8 +186,22 @@ def compute_split_points_by_size(db: Database, req) -> object:
 
 
 def create_index(db: Database, req) -> object:
-    raise NotSupported("secondary indexes (CreateIndex) are not supported yet")
+    args = _index_args(req.index_meta)
+    db.create_index(req.main_table_name, include_base_data=req.include_base_data, progress=False,
+                    **args)
+    return pb.CreateIndexResponse()
 
 
 def drop_index(db: Database, req) -> object:
-    raise NotSupported("secondary indexes (DropIndex) are not supported yet")
+    db.drop_index(req.main_table_name, req.index_name)
+    return pb.DropIndexResponse()
+
+
+def apply_capacity(db: Database, capacity: int) -> list[str]:
+    """Set every table's per-partition ``capacity`` (0 = off); returns the tables changed."""
+    changed = []
+    for name in db.list_tables():
+        if db.table(name).schema.options.capacity != capacity:
+            db.update_table(name, capacity=capacity)
+            changed.append(name)
+    return changed
