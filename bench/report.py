@@ -14,6 +14,7 @@ from . import bigtable, ycsb
 from .driver import PhaseResult
 
 SUBJECT = "widetable"
+SERVER = "widetable-server"
 YCSB_ORDER = ("load", *ycsb.RUN_ORDER)
 
 
@@ -26,6 +27,7 @@ class Target:
     minimum: float
     strict: bool  # True: must be ahead (ratio > minimum), not merely equal
     ratio: float | None  # None when either side did not run
+    subject: str = SUBJECT  # whose throughput is divided by the peer's
 
     @property
     def status(self) -> str:
@@ -35,19 +37,22 @@ class Target:
         return "reached" if ok else "missed"
 
     def describe(self) -> str:
+        who = "" if self.subject == SUBJECT else f"{self.subject} "
         if self.strict:
-            return f"ahead of {self.peer} on {self.workload}"
-        return f">= {self.minimum:g} x {self.peer} on {self.workload}"
+            return f"{who}ahead of {self.peer} on {self.workload}"
+        return f"{who}>= {self.minimum:g} x {self.peer} on {self.workload}"
 
 
 def _index(results: list[PhaseResult]) -> dict[tuple[str, str, str], PhaseResult]:
     return {(r.suite, r.workload, r.system): r for r in results}
 
 
-def ratio(results: list[PhaseResult], suite: str, workload: str, peer: str) -> float | None:
-    """widetable throughput / peer throughput on one workload, or None if either is missing."""
+def ratio(
+    results: list[PhaseResult], suite: str, workload: str, peer: str, subject: str = SUBJECT
+) -> float | None:
+    """``subject`` throughput / peer throughput on one workload, or None if either is missing."""
     idx = _index(results)
-    ours, theirs = idx.get((suite, workload, SUBJECT)), idx.get((suite, workload, peer))
+    ours, theirs = idx.get((suite, workload, subject)), idx.get((suite, workload, peer))
     if ours is None or theirs is None or theirs.throughput <= 0:
         return None
     return ours.throughput / theirs.throughput
@@ -59,6 +64,12 @@ def targets(results: list[PhaseResult]) -> list[Target]:
     out = []
     for peer in ("sqlite", "postgresql"):
         out += [Target(peer, w, 1.0, True, ratio(results, "ycsb", w, peer)) for w in ran]
+    # Through the server too, against PostgreSQL over its socket, once the server ran.
+    if any(r.system == SERVER for r in results):
+        out += [
+            Target("postgresql", w, 1.0, True, ratio(results, "ycsb", w, "postgresql", SERVER), SERVER)
+            for w in ran
+        ]
     for w in ("C", "load"):
         if w in ran:
             out.append(Target("rocksdict", w, 0.5, False, ratio(results, "ycsb", w, "rocksdict")))

@@ -9,6 +9,7 @@ from typing import Self
 
 from ..db import TableDescription
 from ..errors import NotSupported, ParameterInvalid, WidetableError, describe
+from ..index.manager import IndexDescription
 from ..partition.retry import Retrier
 from ..server import convert, plainbuffer
 from ..server.plainbuffer import PlainRow
@@ -55,12 +56,12 @@ class RemoteDatabase:
 
     def create_table(self, name: str, primary_key: list, max_versions: int = 1,
                      ttl: int | None = None, max_time_deviation: int = DEFAULT_MAX_TIME_DEVIATION,
-                     split_points: list | None = None, **partition_options: float) -> RemoteTable:
-        """Create a table (see :meth:`widetable.Database.create_table`). Partition options
-        are server-side settings the protocol does not carry."""
-        if partition_options:
-            raise NotSupported(f"partition options {sorted(partition_options)} cannot be set "
-                               "over the Tablestore protocol")
+                     split_points: list | None = None, defined_columns: list | None = None,
+                     **partition_options: float) -> RemoteTable:
+        """Create a table (see :meth:`widetable.Database.create_table`). Of the partition
+        options only ``reserved_throughput`` travels (as read CUs; a widetable server
+        pools read + write); the others are server-side settings (``serve --capacity``)."""
+        reserved = _reserved(partition_options)
         req = pb.CreateTableRequest()
         req.table_meta.table_name = name if isinstance(name, str) else describe(name)
         if not isinstance(primary_key, (list, tuple)):
@@ -76,8 +77,9 @@ class RemoteDatabase:
                 if col[2] is not AUTO_INCREMENT:
                     raise ParameterInvalid(f"unknown primary key option {describe(col[2])}")
                 c.option = convert.AUTO_INCREMENT_OPTION
-        req.reserved_throughput.capacity_unit.read = 0
+        req.reserved_throughput.capacity_unit.read = reserved or 0
         req.reserved_throughput.capacity_unit.write = 0
+        _fill_defined(req.table_meta, defined_columns)
         for attr, value in (("max_versions", max_versions), ("time_to_live", -1 if ttl is None else ttl),
                             ("deviation_cell_version_in_sec", max_time_deviation)):
             if type(value) is not int:
@@ -101,7 +103,8 @@ class RemoteDatabase:
             return cached
         d = self.describe_table(name)
         schema = TableSchema(d.name, d.table_id, tuple(d.primary_key), d.options, d.created_at,
-                             auto_increment=d.auto_increment)
+                             auto_increment=d.auto_increment,
+                             defined_columns=tuple(d.defined_columns))
         table = RemoteTable(self, schema)
         with self._lock:
             self._tables[name] = table
@@ -117,14 +120,16 @@ class RemoteDatabase:
         resp = pb.DescribeTableResponse.FromString(
             self._call("DescribeTable", pb.DescribeTableRequest(table_name=name)))
         return _description(resp.table_meta, resp.table_options,
-                            resp.reserved_throughput_details.last_increase_time)
+                            resp.reserved_throughput_details, resp.index_metas)
 
     def update_table(self, name: str, max_versions: int | None = None, ttl: int | None = None,
                      max_time_deviation: int | None = None, **partition_options: float) -> TableDescription:
-        if partition_options:
-            raise NotSupported(f"partition options {sorted(partition_options)} cannot be set "
-                               "over the Tablestore protocol")
+        """Change table options; of the partition options only ``reserved_throughput`` travels."""
+        reserved = _reserved(partition_options)
         req = pb.UpdateTableRequest(table_name=name)
+        if reserved is not None:
+            req.reserved_throughput.capacity_unit.read = reserved
+            req.reserved_throughput.capacity_unit.write = 0
         for attr, value in (("max_versions", max_versions), ("time_to_live", ttl),
                             ("deviation_cell_version_in_sec", max_time_deviation)):
             if value is not None:
@@ -138,6 +143,35 @@ class RemoteDatabase:
 
     def delete_table(self, name: str) -> None:
         self._call("DeleteTable", pb.DeleteTableRequest(table_name=name))
+        with self._lock:
+            self._tables.clear()  # its indexes went with it
+
+    # -- secondary indexes ----------------------------------------------------------
+
+    def create_index(self, table: str, name: str, primary_key: list[str],
+                     defined_columns: list[str] | None = None, index_type: str = "GLOBAL",
+                     include_base_data: bool = True, progress: bool | None = None) -> RemoteTable:
+        """Create a secondary index (see :meth:`widetable.Database.create_index`) and return
+        it for reading. A global index is eventually consistent: poll it, or read
+        ``describe_table(table).indexes``. ``progress`` has no effect remotely."""
+        kind = str(getattr(index_type, "value", index_type)).upper()
+        codes = convert.INDEX_TYPE_CODES.get(kind)
+        if codes is None:
+            raise ParameterInvalid(f"index_type must be GLOBAL or LOCAL, got {describe(index_type)}")
+        for what, names in (("primary_key", primary_key), ("defined_columns", defined_columns or [])):
+            if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+                raise ParameterInvalid(f"{what} must be a list of column names, got {describe(names)}")
+        req = pb.CreateIndexRequest(main_table_name=table, include_base_data=bool(include_base_data))
+        req.index_meta.name = name if isinstance(name, str) else describe(name)
+        req.index_meta.primary_key.extend(primary_key)
+        req.index_meta.defined_column.extend(defined_columns or [])
+        req.index_meta.index_type, req.index_meta.index_update_mode = codes
+        self._call("CreateIndex", req)
+        return self.table(name)
+
+    def drop_index(self, table: str, name: str) -> None:
+        """Drop index ``name`` of ``table``."""
+        self._call("DropIndex", pb.DropIndexRequest(main_table_name=table, index_name=name))
         with self._lock:
             self._tables.pop(name, None)
 
@@ -300,13 +334,49 @@ def _split_value(value: object, kind: str, inf: int) -> bytes:
     return plainbuffer.encode_value(value)
 
 
-def _description(meta, options, created: int) -> TableDescription:
+def _reserved(partition_options: dict) -> int | None:
+    """``reserved_throughput`` of the partition options; the others cannot travel."""
+    options = dict(partition_options)
+    reserved = options.pop("reserved_throughput", None)
+    if options:
+        raise NotSupported(f"partition options {sorted(options)} cannot be set over the "
+                           "Tablestore protocol (a server sets capacity: widetable serve --capacity)")
+    if reserved is not None and (type(reserved) is not int or not 0 <= reserved < 2**31):
+        raise ParameterInvalid(f"reserved_throughput must be an int >= 0, got {describe(reserved)}")
+    return reserved
+
+
+def _fill_defined(meta, defined_columns: list | None) -> None:
+    if defined_columns is None:
+        return
+    if not isinstance(defined_columns, (list, tuple)):
+        raise ParameterInvalid(f"defined_columns must be a list of (name, type), got {describe(defined_columns)}")
+    for col in defined_columns:
+        if not isinstance(col, (list, tuple)) or len(col) != 2 or not isinstance(col[0], str):
+            raise ParameterInvalid(f"defined column must be (name, type), got {describe(col)}")
+        code = convert.DEFINED_TYPE_CODES.get(str(getattr(col[1], "value", col[1])).upper())
+        if code is None:
+            raise ParameterInvalid(f"defined column {col[0]!r} has type {describe(col[1])}; use one of "
+                                   f"{', '.join(convert.DEFINED_TYPE_CODES)}")
+        meta.defined_column.add(name=col[0], type=code)
+
+
+def _description(meta, options, throughput, index_metas=()) -> TableDescription:
     primary_key = [(c.name, convert.PK_TYPES.get(c.type, str(c.type))) for c in meta.primary_key]
     auto = next((c.name for c in meta.primary_key
                  if c.HasField("option") and c.option == convert.AUTO_INCREMENT_OPTION), None)
     opts = TableOptions(options.max_versions, options.time_to_live,
-                        options.deviation_cell_version_in_sec)
-    return TableDescription(meta.table_name, primary_key, opts, 0, float(created), auto_increment=auto)
+                        options.deviation_cell_version_in_sec,
+                        reserved_throughput=throughput.capacity_unit.read)
+    defined = [(c.name, convert.DEFINED_TYPES.get(c.type, str(c.type))) for c in meta.defined_column]
+    indexes = [
+        IndexDescription(m.name, convert.INDEX_TYPES.get(m.index_type, (str(m.index_type),))[0],
+                         tuple(m.primary_key), tuple(m.defined_column), None)
+        for m in index_metas
+    ]
+    return TableDescription(meta.table_name, primary_key, opts, 0,
+                            float(throughput.last_increase_time), auto_increment=auto,
+                            defined_columns=defined, indexes=indexes)
 
 
 def connect(endpoint: str, access_key_id: str, access_key_secret: str,
