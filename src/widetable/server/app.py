@@ -357,15 +357,11 @@ class WidetableServer(ThreadingHTTPServer):
         on tables created later (0 turns throttling off); None leaves tables as they are."""
         if capacity is not None and (type(capacity) is not int or capacity < 0):
             raise ValueError(f"capacity must be an int >= 0, got {capacity!r}")
+        if capacity is not None:
+            tables.apply_capacity(db, capacity)  # before the port opens: no request sees the old
         super().__init__((host, port), Handler)
         self.db = db
         self.capacity = capacity
-        if capacity is not None:
-            try:
-                tables.apply_capacity(db, capacity)
-            except BaseException:
-                self.server_close()
-                raise
         self.keys = keys
         self.instance = instance
         self.access_log = access_log
