@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from widetable.table import rowcodec
+from widetable.table.row import Row
 from widetable.table.rowcodec import (
     FORMAT,
     decode_versions,
@@ -116,14 +117,13 @@ def test_encode_latest_with_one_shared_timestamp(pk: tuple, latest: dict, ts: in
     assert from_int == from_dict
     assert unpack(from_int)[3] == ts
     assert same_versions(decode_versions(unpack(from_int)), expected)
-    assert rowcodec.expand_stamps(latest, unpack(from_int)[3]) == dict.fromkeys(latest, ts)
+    assert Row(pk, latest, unpack(from_int)[3]).timestamps == dict.fromkeys(latest, ts)
 
 
 def test_rows_with_a_stamp_per_column_still_decode() -> None:
     """A stamps map whose values are all equal is valid too (the grammar allows both forms)."""
     blob = msgpack.packb([1, ["k"], {"a": 1, "b": True}, {"a": 5, "b": 5}, None], use_bin_type=True)
     assert decode_versions(unpack(blob)) == {"a": [(5, 1)], "b": [(5, True)]}
-    assert rowcodec.stamp_of(unpack(blob)[3], "b") == 5
 
 
 @pytest.mark.parametrize(

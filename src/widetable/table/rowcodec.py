@@ -54,15 +54,6 @@ def _compact(stamps: dict) -> dict | int:
     return values.pop() if len(values) == 1 else stamps
 
 
-def stamp_of(stamps: dict | int, name: str) -> int:
-    return stamps if type(stamps) is int else stamps[name]  # type: ignore[index,return-value]
-
-
-def expand_stamps(latest: dict, stamps: dict | int) -> dict:
-    """``{column: timestamp}`` whichever way the row stored it."""
-    return dict.fromkeys(latest, stamps) if type(stamps) is int else stamps  # type: ignore[return-value]
-
-
 def decode_versions(row: list) -> dict[str, Versions]:
     """All versions of every column of a decoded row, newest first."""
     latest, stamps, history = row[2], row[3], row[4]

@@ -30,7 +30,6 @@ from .values import (
     MAX_COLUMNS_PER_WRITE,
     check_column_name,
     check_packed,
-    check_timestamp,
     check_value,
     normalize_cells,
     now_ms,
@@ -615,4 +614,4 @@ def _increments(value: object) -> list[tuple[str, int]]:
     return out
 
 
-__all__ = ["Table", "check_timestamp"]
+__all__ = ["Table"]
