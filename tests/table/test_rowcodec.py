@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from widetable.table import rowcodec
 from widetable.table.row import Row
 from widetable.table.rowcodec import (
     FORMAT,
