@@ -15,10 +15,11 @@ it is the ceiling of our storage path. Three measures, as widetable / raw:
 
 Every row's values are made in load order, and raw rocksdict's blobs are
 joined in that order too, so both sides read their inputs from memory in the
-order they write them. Loads and reads alternate raw and widetable for ``--rounds`` rounds (loads into
-fresh stores each time, raw first, its memtable flushed before widetable starts)
-and keep each side's best, to damp the noise of a shared machine. Inputs are built before timing: bytes keys for raw, tuples for
-widetable.
+order they write them. Loads and reads alternate raw and widetable for
+``--rounds`` rounds (loads into fresh stores each time, raw first, its memtable
+flushed before widetable starts) and keep each side's best, to damp the noise
+of a shared machine. Inputs are built before timing: bytes keys for raw, tuples
+for widetable.
 """
 
 from __future__ import annotations
