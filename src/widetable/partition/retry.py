@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import PARTITION_UNAVAILABLE, SERVER_BUSY, WidetableError
+from ..errors import PARTITION_UNAVAILABLE, SERVER_BUSY, ParameterInvalid, WidetableError
 
 RETRYABLE = frozenset({SERVER_BUSY, PARTITION_UNAVAILABLE})
 
@@ -36,7 +36,7 @@ class Retrier:
         seed: int | None = None,
     ) -> None:
         if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+            raise ParameterInvalid(f"max_attempts must be at least 1, got {max_attempts!r}")
         self.max_attempts = max_attempts
         self.base_delay = base_delay
         self.max_delay = max_delay
