@@ -68,11 +68,19 @@ def plain_puts(db: Database, requests: list) -> list[BatchWriteResult] | None:
         return None
     if sum(sizes) + sum(map(len, keys)) > MAX_REQUEST_BYTES:
         raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
-    router = table._router
-    if router is not None and router.route_puts(keys, sizes):
-        _write(db, table, keys, blobs)
-        return [BatchWriteResult(name, "put", pk) for pk in pks]
-    return _route_row_by_row(db, table, requests, keys, blobs)
+    mask = len(db._row_locks) - 1
+    locks = list(map(db._row_locks.__getitem__, sorted({hash(k) & mask for k in keys})))
+    deque(map(_ACQUIRE, locks), maxlen=0)  # in stripe order, so batches never deadlock
+    try:
+        if db._txn_locks:
+            return None  # a transaction began since the check above: the general path decides
+        router = table._router
+        if router is not None and router.route_puts(keys, sizes):
+            _commit(db, table, keys, blobs)
+            return [BatchWriteResult(name, "put", pk) for pk in pks]
+        return _route_row_by_row(db, table, requests, keys, blobs)
+    finally:
+        deque(map(_RELEASE, locks), maxlen=0)
 
 
 def _route_row_by_row(db: Database, table, requests: list, keys: list, blobs: list) -> list:
@@ -85,7 +93,7 @@ def _route_row_by_row(db: Database, table, requests: list, keys: list, blobs: li
             accepted.append((i, route(key)))
         except WidetableError as exc:  # throttled
             results[i].error = exc
-    _write(db, table, [keys[i] for i, _ in accepted], [blobs[i] for i, _ in accepted])
+    _commit(db, table, [keys[i] for i, _ in accepted], [blobs[i] for i, _ in accepted])
     for i, part in accepted:
         record(part, keys[i], len(blobs[i]), None)
     return results
@@ -108,21 +116,14 @@ def _cells_are_plain(table: object, payloads: list[dict]) -> bool:
     return True
 
 
-def _write(db: Database, table, keys: list[bytes], blobs: list[bytes]) -> None:
-    """One atomic engine write of every row, under the rows' locks taken in stripe order."""
+def _commit(db: Database, table, keys: list[bytes], blobs: list[bytes]) -> None:
+    """One atomic engine write of every row; the caller holds the rows' locks."""
     if not keys:
         return
-    mask = len(db._row_locks) - 1
-    stripes = sorted({hash(k) & mask for k in keys})
-    locks = list(map(db._row_locks.__getitem__, stripes))
     batch = db._engine.batch()
     deque(map(batch.put, keys, blobs), maxlen=0)
-    deque(map(_ACQUIRE, locks), maxlen=0)  # in stripe order, so batches never deadlock
-    try:
-        feed = table._changes  # a stream or an index: records and index entries join the batch
-        if feed is not None:
-            feed.commit_puts(batch, {feed: list(zip(keys, blobs))})
-        else:
-            db._engine.write(batch)
-    finally:
-        deque(map(_RELEASE, locks), maxlen=0)
+    feed = table._changes  # a stream or an index: records and index entries join the batch
+    if feed is not None:
+        feed.commit_puts(batch, {feed: list(zip(keys, blobs))})
+    else:
+        db._engine.write(batch)
