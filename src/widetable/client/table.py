@@ -18,7 +18,7 @@ from ..server.proto import enum_value, pb
 from ..table.filters import as_condition
 from ..table.row import RangeResult, Row, WriteResult
 from ..table.schema import TableSchema
-from ..table.table import SCAN_PAGE_ROWS, Table, _check_direction
+from ..table.table import SCAN_PAGE_ROWS, Table, _check_direction, follow_pages, full_range
 
 if TYPE_CHECKING:
     from .database import RemoteDatabase
@@ -146,17 +146,12 @@ class RemoteTable:
              time_range: object = None, filter: object = None,
              page_size: int = SCAN_PAGE_ROWS) -> Iterator[Row]:
         """Every row of a range, page by page (see :meth:`widetable.Table.scan`)."""
-        reverse = _check_direction(direction)
-        lo, hi = (codec.INF_MAX, codec.INF_MIN) if reverse else (codec.INF_MIN, codec.INF_MAX)
-        start = (lo,) * len(self._names) if start is None else start
-        end = (hi,) * len(self._names) if end is None else end
-        while True:
-            page = self.get_range(start, end, direction, page_size, columns, max_versions,
-                                  time_range, filter)
-            yield from page.rows
-            if page.next_start_primary_key is None:
-                return
-            start = page.next_start_primary_key
+        whole = full_range(len(self._names), _check_direction(direction))
+        return follow_pages(
+            self.get_range, whole[0] if start is None else start, whole[1] if end is None else end,
+            direction, limit=page_size, columns=columns, max_versions=max_versions,
+            time_range=time_range, filter=filter,
+        )
 
     # -- writes -----------------------------------------------------------------
 
@@ -245,16 +240,10 @@ class RemoteTransaction:
         return self.table.get_range(start, end, direction, transaction_id=self.transaction_id, **options)
 
     def scan(self, direction: str = "forward", **options) -> Iterator[Row]:
-        reverse = _check_direction(direction)
-        lo, hi = (codec.INF_MAX, codec.INF_MIN) if reverse else (codec.INF_MIN, codec.INF_MAX)
-        n = len(self.table._names) - 1
-        start, end = (self.partition_key,) + (lo,) * n, (self.partition_key,) + (hi,) * n
-        while True:
-            page = self.get_range(start, end, direction, **options)
-            yield from page.rows
-            if page.next_start_primary_key is None:
-                return
-            start = page.next_start_primary_key
+        start, end = full_range(
+            len(self.table._names), _check_direction(direction), (self.partition_key,)
+        )
+        return follow_pages(self.get_range, start, end, direction, **options)
 
     def put_row(self, pk: object, columns: object = None, condition: object = None) -> WriteResult:
         return self.table.put_row(pk, columns, condition, transaction_id=self.transaction_id)

@@ -278,20 +278,12 @@ class Table:
 
         ``start``/``end`` default to the whole table in the chosen direction.
         """
-        reverse = _check_direction(direction)
-        lo_pad, hi_pad = (codec.INF_MAX, codec.INF_MIN) if reverse else (codec.INF_MIN, codec.INF_MAX)
-        if start is None:
-            start = (lo_pad,) * len(self._names)
-        if end is None:
-            end = (hi_pad,) * len(self._names)
-        while True:
-            page = self.get_range(
-                start, end, direction, page_size, columns, max_versions, time_range, filter
-            )
-            yield from page.rows
-            if page.next_start_primary_key is None:
-                return
-            start = page.next_start_primary_key
+        whole = full_range(len(self._names), _check_direction(direction))
+        return follow_pages(
+            self.get_range, whole[0] if start is None else start, whole[1] if end is None else end,
+            direction, limit=page_size, columns=columns, max_versions=max_versions,
+            time_range=time_range, filter=filter,
+        )
 
     def _range_bounds(self, start: object, end: object, reverse: bool) -> tuple[bytes, bytes]:
         pad = codec.INF_MAX if reverse else codec.INF_MIN
@@ -567,6 +559,24 @@ def _changed_cells(del_columns: list, del_versions: list, puts: list, increments
         vs = versions.get(name)
         out.append([name, 0, value, vs[0][0] if vs else now])
     return out
+
+
+def full_range(columns: int, reverse: bool, prefix: tuple = ()) -> tuple[tuple, tuple]:
+    """``(start, end)`` covering every key that starts with ``prefix``, in scan direction."""
+    lo, hi = (codec.INF_MAX, codec.INF_MIN) if reverse else (codec.INF_MIN, codec.INF_MAX)
+    pad = columns - len(prefix)
+    return prefix + (lo,) * pad, prefix + (hi,) * pad
+
+
+def follow_pages(get_range, start: object, end: object, direction: str, **options) -> Iterator[Row]:
+    """Every row of ``get_range(start, end, direction, **options)``, page after page,
+    following ``next_start_primary_key``: the loop behind each ``scan``."""
+    while True:
+        page = get_range(start, end, direction, **options)
+        yield from page.rows
+        if page.next_start_primary_key is None:
+            return
+        start = page.next_start_primary_key
 
 
 def _check_direction(direction: str) -> bool:

@@ -46,6 +46,7 @@ from ..errors import (
 )
 from ..keys import codec
 from .row import RangeResult, Row, WriteResult
+from .table import _check_direction, follow_pages, full_range
 
 if TYPE_CHECKING:
     from ..db import Database
@@ -318,16 +319,10 @@ class LocalTransaction:
 
     def scan(self, direction: str = "forward", **options) -> Iterator[Row]:
         """Every row of the partition key (with this transaction's writes), page by page."""
-        lo, hi = ((codec.INF_MAX, codec.INF_MIN) if direction in ("backward", "BACKWARD")
-                  else (codec.INF_MIN, codec.INF_MAX))
-        n = len(self.table._names) - 1
-        start, end = (self.partition_key,) + (lo,) * n, (self.partition_key,) + (hi,) * n
-        while True:
-            page = self.get_range(start, end, direction, **options)
-            yield from page.rows
-            if page.next_start_primary_key is None:
-                return
-            start = page.next_start_primary_key
+        start, end = full_range(
+            len(self.table._names), _check_direction(direction), (self.partition_key,)
+        )
+        return follow_pages(self.get_range, start, end, direction, **options)
 
     # -- writes (buffered until commit) -----------------------------------------
 
