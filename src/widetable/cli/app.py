@@ -88,21 +88,27 @@ ColumnsOpt = Annotated[
 # -- plumbing -----------------------------------------------------------------
 
 
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with library errors printed as ``Error [CODE]: ...`` and exit code 1."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except WidetableError as exc:
+            render.print_error(exc.code, exc.message)
+        except (CliError, OSError) as exc:
+            render.print_error(None, str(exc))
+        raise typer.Exit(1)
+
+    return run
+
+
 def command(name: str, **kwargs: Any) -> Callable[[F], F]:
     """Register a command whose library errors print as ``Error [CODE]: ...`` with exit 1."""
 
     def register(fn: F) -> F:
-        @functools.wraps(fn)
-        def guarded(*args: Any, **kw: Any) -> Any:
-            try:
-                return fn(*args, **kw)
-            except WidetableError as exc:
-                render.print_error(exc.code, exc.message)
-            except (CliError, OSError) as exc:
-                render.print_error(None, str(exc))
-            raise typer.Exit(1)
-
-        app.command(name, **kwargs)(guarded)
+        app.command(name, **kwargs)(guarded(fn))
         return fn
 
     return register

@@ -2,39 +2,21 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import time
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from ..errors import WidetableError
-from . import render
-from .app import DataOpt, app, open_db
+from .app import DataOpt, app, guarded, open_db
 from .literals import CliError, pk_to_json, to_json
 
 stream_app = typer.Typer(help="Change streams: read a table's change records.", no_args_is_help=True)
 app.add_typer(stream_app, name="stream")
 
 
-def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def run(*args: Any, **kw: Any) -> Any:
-        try:
-            return fn(*args, **kw)
-        except WidetableError as exc:
-            render.print_error(exc.code, exc.message)
-        except (CliError, OSError) as exc:
-            render.print_error(None, str(exc))
-        raise typer.Exit(1)
-
-    return run
-
-
 @stream_app.command("tail")
-@_guarded
+@guarded
 def tail(
     ctx: typer.Context,
     table: Annotated[str, typer.Argument(help="Table whose stream to read.")],
