@@ -14,7 +14,13 @@ from ..partition.retry import Retrier
 from ..server import convert, plainbuffer
 from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
-from ..table.batch import _UPDATE_PARTS, MAX_BATCH_GET, MAX_BATCH_WRITE, _check_count
+from ..table.batch import (
+    _UPDATE_PARTS,
+    MAX_BATCH_GET,
+    MAX_BATCH_WRITE,
+    _check_count,
+    parse_get_item,
+)
 from ..table.filters import as_condition
 from ..table.row import BatchGetResult, BatchWriteResult, WriteResult
 from ..table.schema import AUTO_INCREMENT, DEFAULT_MAX_TIME_DEVIATION, TableOptions, TableSchema
@@ -184,11 +190,7 @@ class RemoteDatabase:
         groups: dict[tuple, object] = {}
         results: list[BatchGetResult] = []
         for item in requests:
-            if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
-                raise ParameterInvalid(f"batch_get_row item must be (table, pk[, options]), got {describe(item)}")
-            name, pk = item[0], item[1]
-            opts = item[2] if len(item) == 3 else {}
-            result = BatchGetResult(str(name), pk if isinstance(pk, tuple) else (pk,))
+            name, pk, opts, result = parse_get_item(item)
             results.append(result)
             try:
                 table = self.table(name)

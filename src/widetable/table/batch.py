@@ -36,6 +36,16 @@ def _check_count(requests: object, limit: int, what: str) -> list:
     return list(requests)
 
 
+def parse_get_item(item: object) -> tuple[object, object, object, BatchGetResult]:
+    """``(table, pk, options, result)`` of one batch_get_row item; a malformed item
+    rejects the whole batch. ``result`` is the row's (still empty) BatchGetResult."""
+    if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
+        raise ParameterInvalid(f"batch_get_row item must be (table, pk[, options]), got {describe(item)}")
+    name, pk = item[0], item[1]
+    opts = item[2] if len(item) == 3 else {}
+    return name, pk, opts, BatchGetResult(str(name), pk if isinstance(pk, tuple) else (pk,))
+
+
 def batch_get_row(db: Database, requests: list) -> list[BatchGetResult]:
     """Items are ``(table, pk)`` or ``(table, pk, {columns, max_versions, time_range, filter})``."""
     requests = _check_count(requests, MAX_BATCH_GET, "batch_get_row")
@@ -43,11 +53,7 @@ def batch_get_row(db: Database, requests: list) -> list[BatchGetResult]:
     keys: list[bytes] = []
     pending: list[tuple[int, object]] = []
     for item in requests:
-        if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
-            raise ParameterInvalid(f"batch_get_row item must be (table, pk[, options]), got {describe(item)}")
-        name, pk = item[0], item[1]
-        opts = item[2] if len(item) == 3 else {}
-        result = BatchGetResult(str(name), pk if isinstance(pk, tuple) else (pk,))
+        name, pk, opts, result = parse_get_item(item)
         results.append(result)
         try:
             if not isinstance(opts, Mapping) or set(opts) - set(_READ_OPTIONS):
