@@ -15,11 +15,11 @@ from ..server import convert, plainbuffer
 from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
 from ..table.batch import (
-    _UPDATE_PARTS,
     MAX_BATCH_GET,
     MAX_BATCH_WRITE,
     _check_count,
     parse_get_item,
+    parse_write_item,
 )
 from ..table.filters import as_condition
 from ..table.row import BatchGetResult, BatchWriteResult, WriteResult
@@ -239,16 +239,7 @@ class RemoteDatabase:
         tables: dict[str, object] = {}
         results: list[BatchWriteResult] = []
         for item in requests:
-            if not isinstance(item, (list, tuple)) or len(item) not in (3, 4, 5):
-                raise ParameterInvalid(
-                    f"batch_write_row item must be (table, op, pk, payload[, condition]), got {describe(item)}")
-            name, op, pk = item[0], item[1], item[2]
-            payload = item[3] if len(item) > 3 else None
-            if op not in _OPS:
-                raise ParameterInvalid(f"batch_write_row op must be put, update or delete, got {describe(op)}")
-            if op == "update" and (not isinstance(payload, dict) or set(payload) - set(_UPDATE_PARTS)):
-                raise ParameterInvalid(
-                    f"an update's payload must be a dict of {_UPDATE_PARTS}, got {describe(payload)}")
+            name, op, pk, payload, condition = parse_write_item(item)
             result = BatchWriteResult(name, op, pk if isinstance(pk, tuple) else (pk,))
             results.append(result)
             try:
@@ -261,7 +252,7 @@ class RemoteDatabase:
             msg = tables.get(name)
             row = pb.RowInBatchWriteRowRequest(type=_OPS[op])
             try:
-                convert.encode_condition(row.condition, as_condition(item[4] if len(item) > 4 else None))
+                convert.encode_condition(row.condition, as_condition(condition))
                 if op == "put":
                     change = PlainRow(cells, convert.put_cells(payload))
                     if table._auto:

@@ -100,7 +100,7 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
             name, op, pk, payload = item  # the common plain put, parsed inline
             condition = None
         else:
-            name, op, pk, payload, condition = _parse_write(item)
+            name, op, pk, payload, condition = parse_write_item(item)
         result = BatchWriteResult(name, op, pk if type(pk) is tuple else (pk,))
         results.append(result)
         try:
@@ -155,7 +155,9 @@ def key_named_twice(exc: WidetableError) -> bool:
     return isinstance(exc, ParameterInvalid) and exc.message.startswith("batch_write_row names row")
 
 
-def _parse_write(item: object) -> tuple:
+def parse_write_item(item: object) -> tuple:
+    """``(table, op, pk, payload, condition)`` of one batch_write_row item; a malformed
+    item rejects the whole batch."""
     if not isinstance(item, (list, tuple)) or len(item) not in (3, 4, 5):
         raise ParameterInvalid(
             f"batch_write_row item must be (table, op, pk, payload[, condition]), got {describe(item)}"
