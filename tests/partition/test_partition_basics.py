@@ -6,22 +6,13 @@ import threading
 
 import pytest
 
-from tests.conftest import ENGINES, open_store
+from tests.conftest import open_store
 from widetable.errors import WidetableError
 from widetable.keys import layout
 from widetable.keys.builders import hash_prefix
 from widetable.partition import Retrier
 
 HEX = list("123456789abcdef")
-
-
-@pytest.fixture(params=ENGINES)
-def store(request, tmp_path):
-    db = open_store(tmp_path / "store", request.param, maintenance_interval=None)
-    try:
-        yield db
-    finally:
-        db.close()
 
 
 def test_presplit_into_16_hex_prefixes_and_describe(store) -> None:

@@ -5,20 +5,7 @@ from __future__ import annotations
 import random
 import threading
 
-import pytest
-
-from tests.conftest import ENGINES, open_store
 from widetable.keys.builders import hash_prefix
-
-
-@pytest.fixture(params=ENGINES)
-def store(request, tmp_path):
-    db = open_store(tmp_path / "store", request.param, maintenance_interval=None)
-    try:
-        yield db
-    finally:
-        db.close()
-
 
 LOAD = dict(split_load=1, split_load_window=0, merge_window=10**6)
 
