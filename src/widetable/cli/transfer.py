@@ -37,14 +37,17 @@ def _progress(unit_bytes: bool) -> Progress:
     )
 
 
+FormatOpt = Annotated[
+    FileFormat | None, typer.Option("--format", help="jsonl or csv (default: by extension).")
+]
+
+
 @command("import")
 def import_(
     ctx: typer.Context,
     table: Annotated[str, typer.Argument(metavar="TABLE", help="Table to write into.")],
     file: Annotated[str, typer.Argument(metavar="FILE", help="File to read, or - for stdin.")],
-    fmt: Annotated[
-        FileFormat | None, typer.Option("--format", help="jsonl or csv (default: by extension).")
-    ] = None,
+    fmt: FormatOpt = None,
     data: DataOpt = None,
 ) -> None:
     """Load rows from JSONL or CSV in batches of 200. Exits with 1 if any row failed."""
@@ -105,9 +108,7 @@ def export(
     ctx: typer.Context,
     table: Annotated[str, typer.Argument(metavar="TABLE", help="Table to read.")],
     file: Annotated[str, typer.Argument(metavar="FILE", help="File to write, or - for stdout.")],
-    fmt: Annotated[
-        FileFormat | None, typer.Option("--format", help="jsonl or csv (default: by extension).")
-    ] = None,
+    fmt: FormatOpt = None,
     data: DataOpt = None,
 ) -> None:
     """Write every row (newest version of each column) as JSONL or CSV."""
