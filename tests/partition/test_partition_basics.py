@@ -187,6 +187,31 @@ def test_batch_write_rows_throttled_one_by_one(store) -> None:
     assert retrier.retries > 0
 
 
+def test_batch_within_capacity_takes_its_tokens_at_once(store) -> None:
+    """A batch that fits the buckets is admitted whole and spends one token per row;
+    one that does not is admitted row by row, and a failed whole-batch try spends nothing."""
+    t = store.create_table("t", [("k", "STRING")], split_points=["m"], capacity=300)
+    router = store._partitions.partitions(t).router
+    left, right = router.parts
+    for bucket in (left.bucket, right.bucket):  # a stopped clock: no refill during the test
+        bucket.clock = lambda: 0.0
+        bucket.last = 0.0
+    rows = [(f"{c}{i:03d}",) for c in "az" for i in range(100)]
+    results = store.batch_write_row([("t", "put", pk, {"v": 1}) for pk in rows])
+    assert all(r.error is None for r in results)
+    assert left.bucket.tokens == 200 and right.bucket.tokens == 200
+    left.bucket.tokens = 50.0
+    # The right partition's rows first: its tokens are taken, then given back when the left fails.
+    results = store.batch_write_row([("t", "put", (f"y{i:03d}",), {"v": 2}) for i in range(20)]
+                                    + [("t", "put", (f"b{i:03d}",), {"v": 2}) for i in range(80)])
+    ok = [r for r in results if r.error is None]
+    assert len(ok) == 70  # 50 of 80 on the left, all 20 on the right
+    assert {r.error.code for r in results if r.error is not None} == {"OTSServerBusy"}
+    assert left.bucket.tokens == 0 and right.bucket.tokens == 180
+    store.update_table("t", capacity=0)
+    assert sum(t.get_row(r.primary_key) is not None for r in results) == 70
+
+
 def test_split_point_apis(store) -> None:
     t = store.create_table("t", [("k", "STRING"), ("n", "INTEGER")], split_points=["g", "p"])
     rows = [(f"{chr(97 + i % 26)}{i:04d}", i) for i in range(2000)]

@@ -21,12 +21,12 @@ from ..table.batch import (
     parse_get_item,
     parse_write_item,
 )
-from ..table.filters import as_condition
+from ..table.filters import RowExistence, as_condition
 from ..table.row import BatchGetResult, BatchWriteResult, WriteResult
 from ..table.schema import AUTO_INCREMENT, DEFAULT_MAX_TIME_DEVIATION, TableOptions, TableSchema
 from ..table.transaction import DEFAULT_TIMEOUT
 from ..table.values import MAX_REQUEST_BYTES
-from .table import RT_AFTER_MODIFY, RT_PK, RemoteTable, RemoteTransaction, fill_read, to_row
+from .table import RT_AFTER_MODIFY, RT_PK, RemoteTable, RemoteTransaction, fill_read, read_row
 from .transport import Transport, error_of
 
 PUT, UPDATE, DELETE = (enum_value("OperationType", n) for n in ("PUT", "UPDATE", "DELETE"))
@@ -194,7 +194,7 @@ class RemoteDatabase:
             results.append(result)
             try:
                 table = self.table(name)
-                values, cells = table._pk_cells(pk)
+                values = table._pk_values(pk)
             except WidetableError as exc:
                 result.error = exc
                 continue
@@ -213,7 +213,7 @@ class RemoteDatabase:
                     continue
                 msg = groups[key] = req.tables.add()
                 msg.CopyFrom(scratch)
-            msg.primary_key.append(plainbuffer.encode_primary_key(cells))  # type: ignore[attr-defined]
+            msg.primary_key.append(convert.encode_key(table._names, values))  # type: ignore[attr-defined]
         order = list(groups)
         if not order:
             return results
@@ -226,54 +226,50 @@ class RemoteDatabase:
             row = next(cursor[(item[0], repr(sorted(opts.items())))])
             if not row.is_ok:
                 result.error = error_of(row.error.code, row.error.message)
-            elif row.row:
-                result.row = to_row(plainbuffer.decode_row(row.row))
+            else:
+                data = row.row
+                if data:
+                    result.row = read_row(data)
         return results
 
     def batch_write_row(self, requests: list, transaction_id: str | None = None) -> list[BatchWriteResult]:
         """Up to 200 rows (4 MB) across tables; one result per row. Not atomic across rows."""
         requests = _check_count(requests, MAX_BATCH_WRITE, "batch_write_row")
-        req = pb.BatchWriteRowRequest()
-        if transaction_id:
-            req.transaction_id = transaction_id
-        tables: dict[str, object] = {}
+        tables: dict[str, list[bytes]] = {}  # table -> its rows: framed messages, in parts
         results: list[BatchWriteResult] = []
+        known: dict[str, RemoteTable] = {}
         for item in requests:
             name, op, pk, payload, condition = parse_write_item(item)
             result = BatchWriteResult(name, op, pk if isinstance(pk, tuple) else (pk,))
             results.append(result)
             try:
-                table = self.table(name)
-                values, cells = table._pk_cells(pk)
+                table = known.get(name) if type(name) is str else None
+                if table is None:
+                    table = known[name] = self.table(name)
+                values = result.primary_key = table._pk_values(pk)
+                row = _write_row(table, op, values, payload, condition)
             except WidetableError as exc:
                 result.error = exc
                 continue
-            result.primary_key = values
-            msg = tables.get(name)
-            row = pb.RowInBatchWriteRowRequest(type=_OPS[op])
-            try:
-                convert.encode_condition(row.condition, as_condition(condition))
-                if op == "put":
-                    change = PlainRow(cells, convert.put_cells(payload))
-                    if table._auto:
-                        row.return_content.return_type = RT_PK
-                elif op == "update":
-                    change = PlainRow(cells, convert.update_cells(**payload))
-                    if payload.get("increment"):
-                        row.return_content.return_type = RT_AFTER_MODIFY
-                else:
-                    change = PlainRow(cells, [], True)
-                row.row_change = plainbuffer.encode_row(change)
-            except WidetableError as exc:
-                result.error = exc
-                continue
-            if msg is None:
-                msg = tables[name] = req.tables.add(table_name=name)
-            msg.rows.add().CopyFrom(row)  # type: ignore[attr-defined]
-        if req.ByteSize() > MAX_REQUEST_BYTES:
-            raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
+            rows = tables.get(name)
+            if rows is None:
+                rows = tables[name] = []
+            rows += row
         if not tables:
             return results
+        # BatchWriteRowRequest {tables = 1 {table_name = 1, rows = 2}, transaction_id = 2},
+        # written as the framed rows are: joined once
+        parts: list[bytes] = []
+        for name, rows in tables.items():
+            table_name = convert.framed(1, name.encode("utf-8"))
+            parts.append(convert.field_head(1, len(table_name) + sum(map(len, rows))))
+            parts.append(table_name)
+            parts += rows
+        if transaction_id:
+            parts.append(convert.framed(2, transaction_id.encode("utf-8")))
+        req = b"".join(parts)
+        if len(req) > MAX_REQUEST_BYTES:
+            raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
         resp = pb.BatchWriteRowResponse.FromString(self._call("BatchWriteRow", req))
         cursor = {t.table_name: iter(t.rows) for t in resp.tables}
         for result in results:
@@ -283,8 +279,10 @@ class RemoteDatabase:
             if not row.is_ok:
                 result.error = error_of(row.error.code, row.error.message)
                 continue
-            result.result = RemoteTable._result(result.primary_key, row.row)
-            result.primary_key = result.result.primary_key
+            data = row.row
+            if data:  # else the result is WriteResult(primary_key), made when asked for
+                result.result = RemoteTable._result(result.primary_key, data)
+                result.primary_key = result.result.primary_key
         return results
 
     # -- transactions -------------------------------------------------------------
@@ -316,6 +314,37 @@ class RemoteDatabase:
         resp = pb.ComputeSplitPointsBySizeResponse.FromString(
             self._call("ComputeSplitPointsBySize", req))
         return [tuple(v for _, v in plainbuffer.decode_row(p).primary_key) for p in resp.split_points]
+
+
+# A RowInBatchWriteRowRequest of a put without condition, without its row_change (field 2).
+_PLAIN_PUT = pb.RowInBatchWriteRowRequest(
+    type=PUT, condition=pb.Condition(row_existence=convert.EXISTENCE_CODES[RowExistence.IGNORE]),
+).SerializePartialToString()
+
+
+def _write_row(table: RemoteTable, op: str, values: tuple, payload, condition) -> list[bytes]:
+    """One RowInBatchWriteRowRequest framed as a row of its table (field 2), in parts."""
+    condition = as_condition(condition)
+    if op == "put" and condition is None and not table._auto:
+        change = convert.encode_put(table._names, values, payload)
+        head = convert.field_head(2, len(change))  # row_change
+        return [convert.field_head(2, len(_PLAIN_PUT) + len(head) + len(change)),
+                _PLAIN_PUT, head, change]
+    row = pb.RowInBatchWriteRowRequest(type=_OPS[op])
+    convert.encode_condition(row.condition, condition)
+    if op == "put":
+        row.row_change = convert.encode_put(table._names, values, payload)
+        if table._auto:
+            row.return_content.return_type = RT_PK
+    elif op == "update":
+        cells = list(zip(table._names, values))
+        row.row_change = plainbuffer.encode_row(PlainRow(cells, convert.update_cells(**payload)))
+        if payload.get("increment"):
+            row.return_content.return_type = RT_AFTER_MODIFY
+    else:
+        row.row_change = convert.encode_key(table._names, values, True)
+    data = row.SerializeToString()
+    return [convert.field_head(2, len(data)), data]
 
 
 def _split_value(value: object, kind: str, inf: int) -> bytes:

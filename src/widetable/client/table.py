@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Self
 
 from ..errors import ParameterInvalid, describe
 from ..keys import codec
-from ..server import convert, plainbuffer
+from ..server import convert, plainbuffer, rowshape
 from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
 from ..table.filters import as_condition
@@ -44,6 +44,20 @@ def to_row(row: PlainRow) -> Row:
             versions[c.name].append((c.timestamp, c.value))
     many = any(len(v) > 1 for v in versions.values())
     return Row(pk, columns, stamps, versions if many else None)
+
+
+def read_row(buf: bytes) -> Row:
+    """A PlainBuffer result row (one version per column, or several) as the library's Row."""
+    hit = rowshape.decode(buf)
+    if hit is None or not hit[0].unique:
+        return to_row(convert.decode_row(buf))
+    shape, pk, values, stamps = hit
+    names = shape.names
+    if not stamps:
+        return Row(pk, dict(zip(names, values)), dict.fromkeys(names))
+    first = stamps[0]
+    shared = stamps.count(first) == len(stamps)  # one put wrote the row: Row keeps one int
+    return Row(pk, dict(zip(names, values)), first if shared else dict(zip(names, stamps)))
 
 
 def fill_read(msg, columns, max_versions, time_range, filter) -> None:
@@ -85,13 +99,17 @@ class RemoteTable:
     def __repr__(self) -> str:
         return f"<RemoteTable {self.name!r} pk={list(self.schema.primary_key)}>"
 
-    def _pk_cells(self, pk: object) -> tuple[tuple, list]:
+    def _pk_values(self, pk: object) -> tuple:
         values = self.normalize_pk(pk)
         if len(values) != len(self._names):
             from ..errors import InvalidPK
 
             raise InvalidPK(f"primary key {describe(pk)} must have {len(self._names)} columns "
                             f"{list(self._names)}")
+        return values
+
+    def _pk_cells(self, pk: object) -> tuple[tuple, list]:
+        values = self._pk_values(pk)
         return values, list(zip(self._names, values))
 
     # -- reads ------------------------------------------------------------------
@@ -100,13 +118,16 @@ class RemoteTable:
                 time_range: object = None, filter: object = None,
                 transaction_id: str | None = None) -> Row | None:
         """Read one row, or None (see :meth:`widetable.Table.get_row`)."""
-        _, cells = self._pk_cells(pk)
-        req = pb.GetRowRequest(table_name=self.name, primary_key=plainbuffer.encode_primary_key(cells))
-        fill_read(req, columns, max_versions, time_range, filter)
+        key = convert.encode_key(self._names, self._pk_values(pk))
+        req = pb.GetRowRequest(table_name=self.name, primary_key=key)
+        if columns is None and max_versions is None and time_range is None and filter is None:
+            req.max_versions = 1  # what fill_read sets for no options
+        else:
+            fill_read(req, columns, max_versions, time_range, filter)
         if transaction_id:
             req.transaction_id = transaction_id
-        resp = pb.GetRowResponse.FromString(self._db._call("GetRow", req))
-        return to_row(plainbuffer.decode_row(resp.row)) if resp.row else None
+        data = pb.GetRowResponse.FromString(self._db._call("GetRow", req)).row
+        return read_row(data) if data else None
 
     def get_range(self, start: object, end: object, direction: str = "forward",
                   limit: int | None = None, columns: list[str] | None = None,
@@ -135,7 +156,7 @@ class RemoteTable:
         if transaction_id:
             req.transaction_id = transaction_id
         resp = pb.GetRangeResponse.FromString(self._db._call("GetRange", req))
-        rows = [to_row(r) for r in plainbuffer.decode_rows(resp.rows)]
+        rows = [to_row(r) for r in plainbuffer.decode_rows(resp.rows)]  # several rows: no shape
         nxt = None
         if resp.next_start_primary_key:
             nxt = tuple(v for _, v in plainbuffer.decode_row(resp.next_start_primary_key).primary_key)
@@ -158,9 +179,9 @@ class RemoteTable:
     def put_row(self, pk: object, columns: object = None, condition: object = None,
                 transaction_id: str | None = None) -> WriteResult:
         """Write a whole row (see :meth:`widetable.Table.put_row`)."""
-        values, cells = self._pk_cells(pk)
-        row = PlainRow(cells, convert.put_cells(columns))
-        req = pb.PutRowRequest(table_name=self.name, row=plainbuffer.encode_row(row))
+        values = self._pk_values(pk)
+        req = pb.PutRowRequest(table_name=self.name,
+                               row=convert.encode_put(self._names, values, columns))
         convert.encode_condition(req.condition, as_condition(condition))
         if self._auto:
             req.return_content.return_type = RT_PK
@@ -190,9 +211,9 @@ class RemoteTable:
     def delete_row(self, pk: object, condition: object = None,
                    transaction_id: str | None = None) -> WriteResult:
         """Delete a row (see :meth:`widetable.Table.delete_row`)."""
-        values, cells = self._pk_cells(pk)
+        values = self._pk_values(pk)
         req = pb.DeleteRowRequest(table_name=self.name,
-                                  primary_key=plainbuffer.encode_row(PlainRow(cells, [], True)))
+                                  primary_key=convert.encode_key(self._names, values, True))
         convert.encode_condition(req.condition, as_condition(condition))
         if transaction_id:
             req.transaction_id = transaction_id

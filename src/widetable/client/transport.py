@@ -2,26 +2,33 @@
 
 One connection per thread, reused while the server keeps it open. The HTTP/1.1
 exchange is written here rather than with ``http.client``: a request goes out
-in one ``sendall`` (``http.client`` sends headers and body apart), and the
-response's headers are split on CRLF instead of going through the ``email``
-parser. Bodies come with ``Content-Length`` or chunked, or run to the close. Requests are signed with V2 (HMAC-SHA1); responses are checked for
-their MD5 and their ``Authorization`` signature. Throttling errors
-(``OTSServerBusy``, ``OTSPartitionUnavailable``) are retried with backoff and
-jitter by the partition layer's :class:`~widetable.partition.retry.Retrier`.
+in one ``sendall`` (``http.client`` sends headers and body apart), and a
+response's head is read in as few ``recv`` calls as it arrives in (usually one,
+body included) and split once, instead of line by line through the ``email``
+parser. Bodies come with ``Content-Length`` or chunked, or run to the close.
+
+Requests are signed with V2 (HMAC-SHA1); responses are checked for their MD5
+and their ``Authorization`` signature. What does not change between requests
+is made once: the request head's fixed lines per API, the HMAC key state, the
+date string per second. Throttling errors (``OTSServerBusy``,
+``OTSPartitionUnavailable``) are retried with backoff and jitter by the
+partition layer's :class:`~widetable.partition.retry.Retrier`.
 """
 
 from __future__ import annotations
 
-import datetime
+import hashlib
 import socket
 import ssl
 import threading
+import time
+from binascii import b2a_base64
 from urllib.parse import urlsplit
 
 from .. import errors as errs
 from ..errors import WidetableError
 from ..partition.retry import Retrier
-from ..server.auth import content_md5, sign_response, sign_v2
+from ..server.auth import SIGNATURE_HEADERS, content_md5
 from ..server.proto import pb
 
 API_VERSION = "2015-12-31"
@@ -44,8 +51,10 @@ def error_of(code: str, message: str) -> WidetableError:
     return cls(message)
 
 
-MAX_LINE = 65536
+MAX_LINE = 65536  # bytes of a response head (status line and headers), and of a chunk line
 MAX_HEADERS = 100
+_RECV = 262144
+_NL = "\n"
 
 
 class _Closed(Exception):
@@ -59,14 +68,14 @@ class _Protocol(Exception):
 class _Connection:
     """One keep-alive HTTP/1.1 connection: ``exchange`` sends a request and reads its answer."""
 
-    __slots__ = ("_authority", "_host", "_port", "_rfile", "_timeout", "_tls", "sock")
+    __slots__ = ("_authority", "_buf", "_host", "_port", "_timeout", "_tls", "sock")
 
     def __init__(self, host: str, port: int, timeout: float, tls: ssl.SSLContext | None,
                  authority: str) -> None:
         self._host, self._port, self._timeout, self._tls = host, port, timeout, tls
         self._authority = authority
         self.sock: socket.socket | None = None
-        self._rfile = None
+        self._buf = bytearray()  # bytes received and not read yet
 
     def _open(self) -> None:
         sock = socket.create_connection((self._host, self._port), self._timeout)
@@ -78,37 +87,21 @@ class _Connection:
             sock.close()
             raise
         self.sock = sock
-        self._rfile = sock.makefile("rb")
+        self._buf = bytearray()
 
     def close(self) -> None:
-        sock, rfile = self.sock, self._rfile
-        self.sock = self._rfile = None
-        if rfile is not None:
-            rfile.close()
+        sock, self.sock = self.sock, None
         if sock is not None:
             sock.close()
 
-    def exchange(self, path: str, headers: dict[str, str], body: bytes
-                 ) -> tuple[int, str, dict[str, str], bytes]:
-        """``(status, reason, headers by lower-cased name, body)`` of one POST."""
+    def exchange(self, request: bytes) -> tuple[int, str, dict[str, str], bytes]:
+        """``(status, reason, headers by lower-cased name, body)`` of one request
+        (its head and body, as one buffer)."""
         if self.sock is None:
             self._open()
-        first = (f"POST {path} HTTP/1.1\r\nHost: {self._authority}\r\n"
-                 f"Content-Length: {len(body)}\r\nContent-Type: application/x-protobuf\r\n")
-        head = "".join([first, *[f"{k}: {v}\r\n" for k, v in headers.items()], "\r\n"])
-        head = head.encode("latin-1")
-        self.sock.sendall(head + body)  # type: ignore[union-attr]
-        rfile = self._rfile
+        self.sock.sendall(request)  # type: ignore[union-attr]
         while True:
-            line = rfile.readline(MAX_LINE + 1)  # type: ignore[union-attr]
-            if not line:
-                raise _Closed
-            version, _, rest = line.decode("iso-8859-1").rstrip("\r\n").partition(" ")
-            code, _, reason = rest.partition(" ")
-            if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
-                raise _Protocol(f"bad status line {line[:64]!r}")
-            status = int(code)
-            got = self._headers()
+            status, reason, version, got = self._head()
             if status >= 200:
                 break  # 1xx (100 Continue): informational, the answer follows
         close = got.get("connection", "").lower() == "close" or version == "HTTP/1.0"
@@ -119,51 +112,146 @@ class _Connection:
                 length = int(got["content-length"])
             except ValueError:
                 raise _Protocol(f"bad Content-Length {got['content-length'][:32]!r}") from None
-            data = rfile.read(length) if length > 0 else b""  # type: ignore[union-attr]
-            if len(data) != length:
-                raise _Protocol("the response body ended early")
+            data = self._read(length) if length > 0 else b""
         else:
-            data = rfile.read()  # type: ignore[union-attr]  # to the close
+            data = self._read_to_close()
             close = True
         if close:
             self.close()
         return status, reason, got, data
 
-    def _headers(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        readline = self._rfile.readline  # type: ignore[union-attr]
-        for _ in range(MAX_HEADERS + 1):
-            line = readline(MAX_LINE + 1)
-            if len(line) > MAX_LINE:
-                raise _Protocol("a response header line is too long")
-            if line in (b"\r\n", b"\n"):
-                return out
-            if not line:
+    def _more(self) -> bool:
+        chunk = self.sock.recv(_RECV)  # type: ignore[union-attr]
+        if not chunk:
+            return False
+        self._buf += chunk
+        return True
+
+    def _head(self) -> tuple[int, str, str, dict[str, str]]:
+        """The next status line and headers (names lower-cased; the first of a repeated
+        name wins)."""
+        buf = self._buf
+        start = 0
+        while True:
+            end = buf.find(b"\r\n\r\n", start)
+            if end >= 0:
+                skip = 4
+                break
+            end = buf.find(b"\n\n", start)  # bare LF line ends, as http.client allows
+            if end >= 0:
+                skip = 2
+                break
+            if len(buf) > MAX_LINE:
+                raise _Protocol("the response head is too long")
+            start = max(0, len(buf) - 3)
+            if not self._more():
+                if not buf:
+                    raise _Closed
                 raise _Protocol("the response ended inside its headers")
-            name, colon, value = line.partition(b":")
+        lines = buf[:end].decode("iso-8859-1").split("\n")
+        del buf[:end + skip]
+        if len(lines) > MAX_HEADERS + 1:
+            raise _Protocol("too many response headers")
+        version, _, rest = lines[0].rstrip("\r").partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
+            raise _Protocol(f"bad status line {lines[0][:64]!r}")
+        got: dict[str, str] = {}
+        for line in lines[1:]:
+            name, colon, value = line.partition(":")
             if not colon:
                 raise _Protocol(f"bad response header line {line[:64]!r}")
-            out.setdefault(name.strip().decode("iso-8859-1").lower(),
-                           value.strip().decode("iso-8859-1"))
-        raise _Protocol("too many response headers")
+            got.setdefault(name.strip().lower(), value.strip())
+        return int(code), reason, version, got
+
+    def _read(self, n: int) -> bytes:
+        buf = self._buf
+        while len(buf) < n:
+            if not self._more():
+                raise _Protocol("the response body ended early")
+        if len(buf) == n:
+            self._buf = bytearray()
+            return bytes(buf)
+        data = bytes(buf[:n])
+        del buf[:n]
+        return data
+
+    def _readline(self) -> bytes:
+        buf = self._buf
+        while True:
+            end = buf.find(b"\n")
+            if end >= 0:
+                line = bytes(buf[:end + 1])
+                del buf[:end + 1]
+                return line
+            if len(buf) > MAX_LINE:
+                raise _Protocol("a chunk line is too long")
+            if not self._more():
+                line = bytes(buf)
+                buf.clear()
+                return line
+
+    def _read_to_close(self) -> bytes:
+        while self._more():
+            pass
+        data = bytes(self._buf)
+        self._buf = bytearray()
+        return data
 
     def _chunked(self) -> bytes:
-        rfile = self._rfile
         parts = []
         while True:
-            line = rfile.readline(MAX_LINE + 1)  # type: ignore[union-attr]
+            line = self._readline()
             try:
                 size = int(line.split(b";", 1)[0].strip(), 16)
             except ValueError:
                 raise _Protocol(f"bad chunk size line {line[:32]!r}") from None
             if size == 0:
-                while rfile.readline(MAX_LINE + 1) not in (b"\r\n", b"\n", b""):  # type: ignore[union-attr]
+                while self._readline() not in (b"\r\n", b"\n", b""):
                     pass  # trailers
                 return b"".join(parts)
-            chunk = rfile.read(size + 2)  # type: ignore[union-attr]
-            if len(chunk) != size + 2:
-                raise _Protocol("the response body ended early")
-            parts.append(chunk[:size])
+            parts.append(self._read(size + 2)[:size])
+
+
+class _Signer:
+    """HMAC-SHA1 (RFC 2104) under one key, the padded key's hash states made once: a
+    signature then costs two hash copies, not a key setup (what V2 requests and every
+    response are signed with)."""
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) > 64:  # SHA-1's block
+            key = hashlib.sha1(key).digest()
+        key = key.ljust(64, b"\0")
+        self._inner = hashlib.sha1(bytes(b ^ 0x36 for b in key))
+        self._outer = hashlib.sha1(bytes(b ^ 0x5C for b in key))
+
+    def sign(self, text: str) -> str:
+        """base64 of the HMAC of ``text`` (UTF-8)."""
+        inner = self._inner.copy()
+        inner.update(text.encode("utf-8"))
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return b2a_base64(outer.digest(), newline=False).decode("ascii")
+
+
+class _Clock:
+    """``x-ots-date`` values (UTC, milliseconds), the seconds formatted once a second."""
+
+    __slots__ = ("_second",)
+
+    def __init__(self) -> None:
+        self._second = (-1, "")
+
+    def now(self) -> str:
+        t = time.time()
+        second = int(t)
+        cached = self._second  # one tuple: threads read a consistent pair
+        if cached[0] != second:
+            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            cached = self._second = (second, text)
+        return f"{cached[1]}.{int((t - second) * 1000):03d}Z"
 
 
 class Transport:
@@ -182,10 +270,11 @@ class Transport:
         default_port = 443 if self._https else 80
         host = f"[{self._host}]" if ":" in self._host else self._host
         self._authority = host if self._port == default_port else f"{host}:{self._port}"
-        self._id = access_key_id
-        self._secret = access_key_secret
-        self._key = access_key_secret.encode("utf-8")
-        self._instance = instance
+        self._id = access_key_id.strip()
+        self._instance = instance.strip()
+        self._hmac = _Signer(access_key_secret.encode("utf-8"))  # requests and responses
+        self._clock = _Clock()
+        self._heads: dict[str, tuple[str, str]] = {}  # api -> fixed head lines, signed text
         self._timeout = timeout
         self._ssl = (ssl_context or ssl.create_default_context()) if self._https else None
         self._local = threading.local()
@@ -194,8 +283,9 @@ class Transport:
         self.retrier = retrier or Retrier()
 
     def call(self, api: str, request) -> bytes:
-        """POST ``request`` to ``/api``; throttling errors are retried."""
-        body = request.SerializeToString()
+        """POST ``request`` (a message, or its serialized bytes) to ``/api``; throttling
+        errors are retried."""
+        body = request if type(request) is bytes else request.SerializeToString()
         return self.retrier.call(self._send, api, body)
 
     def _connection(self) -> _Connection:
@@ -207,25 +297,36 @@ class Transport:
                 self._all.append(conn)
         return conn
 
-    def _headers(self, api: str, body: bytes) -> dict[str, str]:
-        now = datetime.datetime.now(datetime.UTC)
-        headers = {
-            "x-ots-date": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
-            "x-ots-apiversion": API_VERSION,
-            "x-ots-accesskeyid": self._id,
-            "x-ots-instancename": self._instance,
-            "x-ots-contentmd5": content_md5(body),
-        }
-        headers["x-ots-signature"] = sign_v2(self._secret, api, headers)
-        return headers
+    def _request(self, api: str, body: bytes) -> bytes:
+        """The request's head (with its V2 signature) and body, as one buffer.
+
+        The signed text is ``auth.string_to_sign``: the path, then every x-ots-* header
+        but the signature as ``name:value``, sorted, each ending in a newline.
+        """
+        fixed = self._heads.get(api)
+        if fixed is None:
+            fixed = self._heads[api] = (
+                f"POST /{api} HTTP/1.1\r\nHost: {self._authority}\r\n"
+                f"Content-Type: application/x-protobuf\r\nx-ots-apiversion: {API_VERSION}\r\n"
+                f"x-ots-accesskeyid: {self._id}\r\nx-ots-instancename: {self._instance}\r\n",
+                f"/{api}\nPOST\n\nx-ots-accesskeyid:{self._id}\nx-ots-apiversion:{API_VERSION}\n"
+                "x-ots-contentmd5:",
+            )
+        md5 = content_md5(body)
+        date = self._clock.now()
+        signature = self._hmac.sign(
+            f"{fixed[1]}{md5}\nx-ots-date:{date}\nx-ots-instancename:{self._instance}\n")
+        head = (f"{fixed[0]}Content-Length: {len(body)}\r\nx-ots-date: {date}\r\n"
+                f"x-ots-contentmd5: {md5}\r\nx-ots-signature: {signature}\r\n\r\n")
+        return head.encode("latin-1") + body
 
     def _send(self, api: str, body: bytes) -> bytes:
-        headers = self._headers(api, body)
+        request = self._request(api, body)
         for attempt in (0, 1):
             conn = self._connection()
             reused = conn.sock is not None
             try:
-                status, reason, got, data = conn.exchange("/" + api, headers, body)
+                status, reason, got, data = conn.exchange(request)
                 break
             except (_Closed, ConnectionResetError, BrokenPipeError):
                 conn.close()
@@ -254,10 +355,13 @@ class Transport:
         raise error_of(error.code, error.message)
 
     def _check_signature(self, api: str, headers: dict[str, str]) -> None:
-        auth = headers.get("authorization", "")
-        ots = {k: v for k, v in headers.items() if k.startswith("x-ots-")}
-        expected = f"OTS {self._id}:{sign_response(self._key, api, ots)}"
-        if auth != expected:
+        """``Authorization: OTS <id>:<signature>`` over the response's x-ots-* headers
+        (``auth.sign_response``)."""
+        signed = sorted(f"{k}:{v}" for k, v in headers.items()
+                        if k.startswith("x-ots-") and k not in SIGNATURE_HEADERS)
+        signed.append("/" + api)
+        expected = f"OTS {self._id}:{self._hmac.sign(_NL.join(signed))}"
+        if headers.get("authorization", "") != expected:
             raise WidetableError(f"{api}: the response is not signed by the server holding "
                                  "this access key", errs.INTERNAL_SERVER_ERROR)
 

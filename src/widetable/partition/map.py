@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from collections import deque
+from collections import Counter, deque
+from collections.abc import Mapping
 
 from ..errors import PartitionUnavailable, ServerBusy
 from .throttle import TokenBucket
@@ -142,15 +143,17 @@ class Router:
 
     def route_puts(self, keys: list[bytes], sizes: list[int]) -> bool:
         """Route and count a batch of blind puts of ``sizes``-byte blobs, as ``route_write``
-        then ``record_write`` would row by row. Returns False, counting nothing, if a
-        target partition throttles: then the caller routes row by row.
+        then ``record_write`` would row by row. A throttled partition takes the batch's
+        tokens for it at once. Returns False, counting and taking nothing, if a target
+        partition is not serving or has too few tokens: then the caller routes row by
+        row, and each row is admitted or throttled on its own.
         """
         bounds, parts = self.state
         if not bounds:
             p = parts[0]
-            if p.guarded:
-                return False
             n, blob_bytes = len(keys), sum(sizes)
+            if p.guarded and not self._admit_many({p: n}):
+                return False
             p.writes += n
             p.bytes_written += blob_bytes
             p.est_bytes += blob_bytes + sum(map(len, keys))
@@ -158,7 +161,8 @@ class Router:
             self.sample.extend(keys)
             return True
         targets = [parts[bisect_right(bounds, k)] for k in keys]
-        if any(p.guarded for p in targets):
+        guarded = [p for p in targets if p.guarded]
+        if guarded and not self._admit_many(Counter(guarded)):
             return False
         for p, key, size in zip(targets, keys, sizes):
             p.writes += 1
@@ -166,6 +170,20 @@ class Router:
             p.est_bytes += size + len(key)
             p.est_rows += 1
         self.sample.extend(keys)
+        return True
+
+    @staticmethod
+    def _admit_many(counts: Mapping[Partition, int]) -> bool:
+        """Take ``counts[p]`` tokens from each partition's bucket, all or none."""
+        taken: list[tuple[TokenBucket, int]] = []
+        for p, n in counts.items():
+            bucket = p.bucket
+            if p.state != SERVING or (bucket is not None and not bucket.take(n)):
+                for b, m in taken:
+                    b.give(m)
+                return False
+            if bucket is not None:
+                taken.append((bucket, n))
         return True
 
     def admit(self, p: Partition) -> None:

@@ -38,3 +38,8 @@ class TokenBucket:
                 return True
             self.tokens = tokens
             return False
+
+    def give(self, n: float) -> None:
+        """Return ``n`` tokens taken for a request that did not go ahead (up to ``burst``)."""
+        with self._lock:
+            self.tokens = min(self.burst, self.tokens + n)

@@ -8,10 +8,11 @@ table, a bad key, a failed condition) is that row's result.
 from __future__ import annotations
 
 from ..db import Database
-from ..errors import WidetableError
+from ..errors import ParameterInvalid, WidetableError
 from ..table.row import WriteResult
 from . import convert, plainbuffer
 from .errors import error_message
+from .plainbuffer import PlainBufferError
 from .proto import enum_value, pb
 from .rows import read_options, returned_row, write_cu
 
@@ -21,28 +22,12 @@ DELETE = enum_value("OperationType", "DELETE")
 _OPS = {PUT: "put", UPDATE: "update", DELETE: "delete"}
 
 
-def _keys(db: Database, name: str, items: list[list[tuple[str, object]]]) -> list:
-    """Each row's key tuple, or the error that row gets."""
-    try:
-        table = db.table(name)
-    except WidetableError:
-        return [tuple(v for _, v in item) for item in items]  # the library reports the table
-    out: list = []
-    for item in items:
-        try:
-            out.append(convert.key_values(table, item))
-        except WidetableError as exc:
-            out.append(exc)
-    return out
-
-
 def batch_get_row(db: Database, req) -> object:
     requests: list = []
     slots: list[tuple[int, object]] = []  # per row: (index into requests | -1, error)
     for t in req.tables:
         opts = read_options(t)
-        keys = _keys(db, t.table_name, [plainbuffer.decode_row(k).primary_key for k in t.primary_key])
-        for key in keys:
+        for key in _keys(db, t.table_name, t.primary_key):
             if isinstance(key, WidetableError):
                 slots.append((-1, key))
             else:
@@ -52,29 +37,69 @@ def batch_get_row(db: Database, req) -> object:
     resp = pb.BatchGetRowResponse()
     i = 0
     for t in req.tables:
-        out = resp.tables.add(table_name=t.table_name)
         names = db._tables[t.table_name]._names if t.table_name in db._tables else ()
+        items: list[bytes] = []
         for _ in t.primary_key:
             index, error = slots[i]
             i += 1
-            row_msg = out.rows.add()
             if index >= 0:
                 result = results[index]
                 error = result.error
             if error is not None:
-                row_msg.is_ok = False
-                row_msg.error.CopyFrom(error_message(error))  # type: ignore[arg-type]
-                continue
-            row_msg.is_ok = True
-            row = result.row
-            if row is None:
-                row_msg.consumed.CopyFrom(convert.consumed(read=1))
-                row_msg.row = b""
+                msg = pb.RowInBatchGetRowResponse(is_ok=False)
+                msg.error.CopyFrom(error_message(error))  # type: ignore[arg-type]
+                items.append(_framed(msg.SerializeToString()))
+            elif result.row is None:
+                items.append(_ok_row(1, 0, b""))
             else:
-                size = convert.row_size(names, row)
-                row_msg.consumed.CopyFrom(convert.consumed(read=convert.capacity_units(size)))
-                row_msg.row = plainbuffer.encode_row(convert.plain_row(names, row))
+                data, size = convert.encode_result(names, result.row)
+                items.append(_ok_row(convert.capacity_units(size), 0, data))
+        resp.tables.add(table_name=t.table_name).MergeFromString(b"".join(items))
     return resp
+
+
+def _keys(db: Database, name: str, buffers) -> list:
+    """Each row's key tuple, or the error that row gets; a malformed buffer fails the
+    request."""
+    try:
+        table = db.table(name)
+    except WidetableError:  # the library reports the table
+        return [tuple(v for _, v in convert.decode_row(b).primary_key) for b in buffers]
+    out: list = []
+    for buf in buffers:
+        try:
+            out.append(convert.read_key(table, buf))
+        except PlainBufferError:
+            raise
+        except WidetableError as exc:
+            out.append(exc)
+    return out
+
+
+# Row results are framed by hand (convert.framed: TableIn*Response.rows is field 2) and
+# merged into their table's message in one upb call.
+_OK_ROWS: dict[tuple[int, int], bytes] = {}
+
+
+def _framed(row: bytes) -> bytes:
+    return convert.framed(2, row)
+
+
+def _ok_row(read: int, write: int, data: bytes | None = None) -> bytes:
+    """A framed ``is_ok`` row result with its capacity units (and a row, when ``data``
+    is not None: BatchGetRow always sends one, BatchWriteRow only a returned row)."""
+    if data is None:
+        hit = _OK_ROWS.get((read, write))
+        if hit is None:
+            msg = pb.RowInBatchWriteRowResponse(is_ok=True)
+            msg.consumed.capacity_unit.read = read
+            msg.consumed.capacity_unit.write = write
+            hit = _OK_ROWS[(read, write)] = _framed(msg.SerializeToString())
+        return hit
+    msg = pb.RowInBatchGetRowResponse(is_ok=True, row=data)
+    msg.consumed.capacity_unit.read = read
+    msg.consumed.capacity_unit.write = write
+    return _framed(msg.SerializeToString())
 
 
 def _payload(op: str, row: plainbuffer.PlainRow) -> object:
@@ -93,80 +118,108 @@ def _plain(columns: list[tuple]) -> bool:
     return len({c[0] for c in columns}) == len(columns)
 
 
-def batch_write_row(db: Database, req) -> object:
-    decoded = []  # per row: (table name, op, PlainRow, condition, return content)
+class _Row:
+    """A BatchWriteRow row off the plain-put path: its error, or what its response needs."""
+
+    __slots__ = ("cells", "cond", "error", "ret", "table")
+
+    def __init__(self, table: str, cond, ret) -> None:
+        self.table = table
+        self.cond = cond
+        self.ret = ret
+        self.error: WidetableError | None = None
+        self.cells: list = []
+
+
+def _read_rows(db: Database, req) -> tuple[list, list]:
+    """Each row decoded (a malformed one fails the request), and the library's
+    requests of the rows without an error of their own. A row is its ``_Row``, or for
+    a plain put (no condition, nothing returned) already its framed response."""
+    rows: list = []
+    requests: list = []
+    in_txn = bool(req.transaction_id)
     for t in req.tables:
+        name = t.table_name
+        try:
+            table = db.table(name)
+        except WidetableError:
+            table = None  # the library reports the table, per row
+        names = table._names if table is not None else None
         for r in t.rows:
             op = _OPS.get(r.type)
             if op is None:
-                from ..errors import ParameterInvalid
-
                 raise ParameterInvalid(f"unknown operation type {r.type} in BatchWriteRow")
-            decoded.append((
-                t.table_name, op, plainbuffer.decode_row(r.row_change),
-                convert.decode_condition(r.condition),
-                r.return_content if r.HasField("return_content") else None,
-            ))
-    outcomes: list = [None] * len(decoded)
-    requests: list = []
-    positions: list[int] = []
-    tables: dict[str, object] = {}  # name -> Table, or the error of naming it
-    for i, (name, op, row, cond, _) in enumerate(decoded):
-        table = tables.get(name)
-        if table is None:
+            cond = convert.decode_condition(r.condition)
+            ret = r.return_content if r.HasField("return_content") else None
+            buf = r.row_change
+            if op == "put" and cond is None and ret is None and not in_txn:
+                plain = convert.read_put(buf)
+                if plain is not None and plain[0] == names:
+                    # (table, "put", key, {name: value}): the library's bulk path takes it whole
+                    requests.append((name, op, plain[1], plain[2]))
+                    rows.append(_ok_row(0, convert.capacity_units(plain[3])))
+                    continue
+            row = _Row(name, cond, ret)
+            rows.append(row)
+            decoded = convert.decode_row(buf)
+            row.cells = decoded.cells
             try:
-                table = tables[name] = db.table(name)
+                if table is None:
+                    key = tuple(v for _, v in decoded.primary_key)
+                else:
+                    key = convert.key_values(table, decoded.primary_key)
+                payload = _payload(op, decoded)
             except WidetableError as exc:
-                table = tables[name] = exc
-        if isinstance(table, WidetableError):  # the library reports the table
-            key = tuple(v for _, v in row.primary_key)
-        else:
-            try:
-                key = convert.key_values(table, row.primary_key)
-            except WidetableError as exc:
-                key = exc
-        try:
-            if isinstance(key, WidetableError):
-                raise key
-            payload = _payload(op, row)
-        except WidetableError as exc:
-            outcomes[i] = exc
-            continue
-        positions.append(i)
-        if op == "put" and cond is None and not req.transaction_id and _plain(payload):
-            # (table, "put", key, {name: value}): the library's bulk path takes it whole
-            requests.append((name, op, key, dict(payload)))  # type: ignore[arg-type]
-        else:
-            requests.append((name, op, key, payload, cond))
-    if req.transaction_id:
-        results = _in_transaction(db, req.transaction_id, requests)
-    else:
-        results = [(r.result, r.error) for r in db.batch_write_row(requests)] if requests else []
-    for i, (result, error) in zip(positions, results):
-        outcomes[i] = error if error is not None else result
+                row.error = exc
+                continue
+            if op == "put" and cond is None and not in_txn and _plain(payload):  # type: ignore[arg-type]
+                requests.append((name, op, key, dict(payload)))  # type: ignore[arg-type]
+            else:
+                requests.append((name, op, key, payload, cond))
+    return rows, requests
+
+
+def batch_write_row(db: Database, req) -> object:
+    rows, requests = _read_rows(db, req)
+    in_txn = bool(req.transaction_id)
+    if in_txn:
+        outcomes = iter(_in_transaction(db, req.transaction_id, requests))
+    else:  # BatchWriteResults: (result, error); a WriteResult is made only if asked for
+        outcomes = iter(db.batch_write_row(requests) if requests else ())
     resp = pb.BatchWriteRowResponse()
     i = 0
     for t in req.tables:
-        out = resp.tables.add(table_name=t.table_name)
+        items: list[bytes] = []
         for _ in t.rows:
-            name, op, row, cond, ret = decoded[i]
-            outcome = outcomes[i]
+            row = rows[i]
             i += 1
-            msg = out.rows.add()
-            if isinstance(outcome, Exception):
-                msg.is_ok = False
-                msg.error.CopyFrom(error_message(outcome))  # type: ignore[arg-type]
-                continue
-            table = db._tables[name]
-            msg.is_ok = True
-            read, write = write_cu(table, outcome.primary_key, row.cells, cond)
-            units = msg.consumed.capacity_unit
-            units.read = read
-            units.write = write
-            data = returned_row(table, ret, outcome) if ret is not None else b""
-            if data:
-                msg.row = data
+            error = row.error if type(row) is _Row else None
+            if error is None:
+                outcome = next(outcomes)
+                error = outcome[1] if in_txn else outcome.error
+            if error is not None:
+                msg = pb.RowInBatchWriteRowResponse(is_ok=False)
+                msg.error.CopyFrom(error_message(error))  # type: ignore[arg-type]
+                items.append(_framed(msg.SerializeToString()))
+            elif type(row) is bytes:
+                items.append(row)
+            else:
+                items.append(_written(db, row, outcome[0] if in_txn else outcome.result))
+        resp.tables.add(table_name=t.table_name).MergeFromString(b"".join(items))
     return resp
+
+
+def _written(db: Database, row: _Row, result: WriteResult) -> bytes:
+    """The framed response of a row written off the plain-put path."""
+    table = db._tables[row.table]
+    read, write = write_cu(table, result.primary_key, row.cells, row.cond)
+    data = returned_row(table, row.ret, result) if row.ret is not None else b""
+    if not data:
+        return _ok_row(read, write)
+    msg = pb.RowInBatchWriteRowResponse(is_ok=True, row=data)
+    msg.consumed.capacity_unit.read = read
+    msg.consumed.capacity_unit.write = write
+    return _framed(msg.SerializeToString())
 
 
 def _in_transaction(db: Database, transaction_id: str, requests: list) -> list:
@@ -176,8 +229,6 @@ def _in_transaction(db: Database, transaction_id: str, requests: list) -> list:
     for name, op, key, payload, cond in requests:
         try:
             if name != txn.table.name:
-                from ..errors import ParameterInvalid
-
                 raise ParameterInvalid(
                     f"transaction {transaction_id} is on table {txn.table.name!r}, not {name!r}"
                 )

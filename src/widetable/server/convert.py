@@ -6,6 +6,11 @@ are bare PlainBuffer values. Capacity units are counted as the service does:
 a row's size is the UTF-8 length of every column name plus the size of every
 value (STRING, BINARY: their length; INTEGER, DOUBLE: 8; BOOLEAN: 1), and one
 CU is 4 KB, rounded up; a read of a missing row costs 1 read CU.
+
+Rows cross here in both directions (``read_key``, ``read_put``, ``decode_row``;
+``encode_result``, ``encode_key``, ``encode_put``): through ``rowshape`` when the
+row has a known shape, whose size is then its CU size already, else through
+``plainbuffer``'s general coder.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from ..table.filters import (
     SingleColumnFilter,
 )
 from ..table.row import Row
-from . import plainbuffer
+from . import plainbuffer, rowshape
 from .plainbuffer import Cell, PlainRow
 from .proto import enum_value, pb
 
@@ -115,6 +120,28 @@ def consumed(read: int = 0, write: int = 0):
     return msg
 
 
+def field_head(field: int, length: int) -> bytes:
+    """The tag and varint length of a length-delimited protobuf field."""
+    if length < 0x4000:  # a row of a batch: one or two length bytes
+        tag = (field << 3) | 2
+        if length < 0x80:
+            return bytes((tag, length))
+        return bytes((tag, length & 0x7F | 0x80, length >> 7))
+    head = bytearray(((field << 3) | 2,))
+    while length > 0x7F:
+        head.append(length & 0x7F | 0x80)
+        length >>= 7
+    head.append(length)
+    return bytes(head)
+
+
+def framed(field: int, data: bytes) -> bytes:
+    """``data`` as a length-delimited protobuf field. Rows of a batch travel framed and
+    joined: one upb call merges them all, where adding messages one at a time costs
+    ~1 us each."""
+    return field_head(field, len(data)) + data
+
+
 # -- primary keys and rows --------------------------------------------------------
 
 
@@ -131,6 +158,81 @@ def _invalid_pk(message: str):
     from ..errors import InvalidPK
 
     return InvalidPK(message)
+
+
+def decode_row(buf: bytes) -> PlainRow:
+    """``plainbuffer.decode_row``, and the row's shape learned for the next buffers
+    of its length (see ``rowshape``)."""
+    row = plainbuffer.decode_row(buf)
+    rowshape.learn(buf, row)
+    return row
+
+
+def read_key(table, buf: bytes, what: str = "primary key") -> tuple:
+    """The key tuple of a PlainBuffer primary key (cells and a delete marker after it
+    are not read), checked against the table's key columns."""
+    hit = rowshape.decode(buf)
+    if hit is not None and hit[0].pk_names == table._names:
+        return hit[1]
+    return key_values(table, decode_row(buf).primary_key, what)
+
+
+def read_put(buf: bytes) -> tuple[tuple[str, ...], tuple, dict, int] | None:
+    """``(key names, key values, {name: value}, size)`` of a plain put row (each
+    column once, no timestamps, operations or delete marker) of a known shape, every
+    checksum verified; None for any other buffer (``decode_row`` reads those).
+    ``size`` counts for capacity units as ``row_size`` does."""
+    hit = rowshape.decode(buf)
+    if hit is None or not hit[0].plain:
+        return None
+    shape = hit[0]
+    return shape.pk_names, hit[1], dict(zip(shape.names, hit[2])), shape.size
+
+
+def encode_result(names: tuple[str, ...], row: Row) -> tuple[bytes, int]:
+    """A result row in PlainBuffer (cells by column name, newest version first) and
+    its size for capacity units (``row_size``)."""
+    if row._versions is None:  # one version per column: the row has a shape
+        columns = row.columns
+        cols = tuple(sorted(columns))
+        stamps = row._stamps  # one int, or {column: int}
+        hit = rowshape.encode(
+            names, row.primary_key, cols, tuple(map(columns.__getitem__, cols)),
+            (stamps,) * len(cols) if type(stamps) is int else tuple(map(stamps.get, cols)),
+        )
+        if hit is not None:
+            return hit[0], hit[1].size
+    return plainbuffer.encode_row(plain_row(names, row)), row_size(names, row)
+
+
+def encode_results(names: tuple[str, ...], rows: list[Row]) -> tuple[bytes, int]:
+    """Result rows in one PlainBuffer (empty for none) and their size for capacity units."""
+    if not rows:
+        return b"", 0
+    parts = [plainbuffer.HEADER_BYTES]
+    size = 0
+    for row in rows:
+        data, n = encode_result(names, row)
+        parts.append(data[4:])  # each row without its own header
+        size += n
+    return b"".join(parts), size
+
+
+def encode_key(names: tuple[str, ...], values: tuple, delete_marker: bool = False) -> bytes:
+    """A primary key (values in the order of ``names``) as a PlainBuffer row."""
+    hit = rowshape.encode(names, values, marker=delete_marker)
+    if hit is not None:
+        return hit[0]
+    return plainbuffer.encode_row(PlainRow(list(zip(names, values)), [], delete_marker))
+
+
+def encode_put(names: tuple[str, ...], values: tuple, columns) -> bytes:
+    """A put row: the key, then ``columns`` in any of the library's forms."""
+    if type(columns) is dict:
+        hit = rowshape.encode(names, values, tuple(columns), tuple(columns.values()))
+        if hit is not None:
+            return hit[0]
+    return plainbuffer.encode_row(PlainRow(list(zip(names, values)), put_cells(columns)))
 
 
 def plain_row(names: tuple[str, ...], row: Row) -> PlainRow:

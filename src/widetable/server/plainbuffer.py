@@ -28,6 +28,10 @@ row's crc runs over each cell's crc, then one byte: 1 with a delete marker, else
 DO NOT CHANGE: this is Tablestore's wire format; the official SDKs speak it.
 The decoder checks every length and checksum and raises ``OTSParameterInvalid``
 with the offset of the fault; it never reads past the buffer.
+
+This module is the general coder and the reference. Rows that repeat one shape
+(the same names, types and value lengths: a batch from one schema) are written
+and read by ``rowshape`` in a few C calls per row; what it declines comes here.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ del _CRC8
 
 _I32, _I64, _F64 = struct.Struct("<i"), struct.Struct("<q"), struct.Struct("<d")
 _U32 = struct.Struct("<I")
+HEADER_BYTES = _U32.pack(HEADER)
 
 
 # CRC-8/SMBUS (poly 0x07, init 0, no reflection, no xor-out), compiled: ``_crc(data, crc)``.
@@ -378,7 +383,6 @@ class _Slow(Exception):
 
 _BAIL = (_Slow, IndexError, struct.error, UnicodeDecodeError)
 _NAMES: dict[bytes, tuple[str, int]] = {}  # name bytes -> (name, crc of name)
-_HEADER_BYTES = _U32.pack(HEADER)
 _u32_at = _U32.unpack_from
 _i64_at = _I64.unpack_from
 _f64_at = _F64.unpack_from
@@ -460,7 +464,7 @@ def _fast_cell(buf: bytes, pos: int, end: int, pk: bool) -> tuple:
 
 def _fast_rows(buf: bytes, one: bool) -> list[PlainRow]:
     end = len(buf)
-    if buf[:4] != _HEADER_BYTES:
+    if buf[:4] != HEADER_BYTES:
         raise _Slow
     pos = 4
     table = CRC8_TABLE

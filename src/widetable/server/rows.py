@@ -7,7 +7,7 @@ from ..db import Database
 from ..errors import NotSupported, ParameterInvalid
 from ..table.row import WriteResult
 from . import convert, plainbuffer
-from .plainbuffer import Cell, PlainRow
+from .plainbuffer import Cell
 from .proto import enum_value, pb
 
 RT_NONE = enum_value("ReturnType", "RT_NONE")
@@ -50,16 +50,18 @@ def read_options(req) -> dict:
 
 def get_row(db: Database, req) -> object:
     table, reader = target(db, req.table_name, req.transaction_id)
-    pk = convert.key_values(table, plainbuffer.decode_row(req.primary_key).primary_key)
+    pk = convert.read_key(table, req.primary_key)
     row = reader.get_row(pk, **read_options(req))
     resp = pb.GetRowResponse()
+    units = resp.consumed.capacity_unit
+    units.write = 0
     if row is None:
-        resp.consumed.CopyFrom(convert.consumed(read=1))
+        units.read = 1
         resp.row = b""
         return resp
-    names = table._names
-    resp.consumed.CopyFrom(convert.consumed(read=convert.capacity_units(convert.row_size(names, row))))
-    resp.row = plainbuffer.encode_row(convert.plain_row(names, row))
+    data, size = convert.encode_result(table._names, row)
+    units.read = convert.capacity_units(size)
+    resp.row = data
     return resp
 
 
@@ -84,10 +86,10 @@ def write_cu(table, values: tuple, cells: list[Cell], condition) -> tuple[int, i
     return (1 if condition is not None else 0), convert.capacity_units(size)
 
 
-def _write_response(cls, table, req, values, cells, condition, result):
-    read, write = write_cu(table, values, cells, condition)
+def _write_response(cls, table, req, units: tuple[int, int], result):
     resp = cls()
-    resp.consumed.CopyFrom(convert.consumed(read, write))
+    consumed = resp.consumed.capacity_unit
+    consumed.read, consumed.write = units
     ret = req.return_content if req.HasField("return_content") else None
     row = returned_row(table, ret, result)
     if row:
@@ -97,39 +99,44 @@ def _write_response(cls, table, req, values, cells, condition, result):
 
 def put_row(db: Database, req) -> object:
     table, writer = target(db, req.table_name, req.transaction_id)
-    row = plainbuffer.decode_row(req.row)
+    plain = convert.read_put(req.row)
+    if plain is not None and plain[0] == table._names:
+        _, pk, columns, size = plain
+        condition = convert.decode_condition(req.condition)
+        result = writer.put_row(pk, columns, condition)
+        units = (1 if condition is not None else 0), convert.capacity_units(size)
+        return _write_response(pb.PutRowResponse, table, req, units, result)
+    row = convert.decode_row(req.row)
     pk = convert.key_values(table, row.primary_key)
     condition = convert.decode_condition(req.condition)
     result = writer.put_row(pk, convert.put_columns(row), condition)
-    return _write_response(pb.PutRowResponse, table, req, pk, row.cells, condition, result)
+    units = write_cu(table, pk, row.cells, condition)
+    return _write_response(pb.PutRowResponse, table, req, units, result)
 
 
 def update_row(db: Database, req) -> object:
     table, writer = target(db, req.table_name, req.transaction_id)
-    row = plainbuffer.decode_row(req.row_change)
+    row = convert.decode_row(req.row_change)
     pk = convert.key_values(table, row.primary_key)
     condition = convert.decode_condition(req.condition)
     result = writer.update_row(pk, condition=condition, **convert.update_parts(row))
-    return _write_response(pb.UpdateRowResponse, table, req, pk, row.cells, condition, result)
+    units = write_cu(table, pk, row.cells, condition)
+    return _write_response(pb.UpdateRowResponse, table, req, units, result)
 
 
 def delete_row(db: Database, req) -> object:
     table, writer = target(db, req.table_name, req.transaction_id)
-    row = plainbuffer.decode_row(req.primary_key)
-    pk = convert.key_values(table, row.primary_key)
+    pk = convert.read_key(table, req.primary_key)
     condition = convert.decode_condition(req.condition)
     result = writer.delete_row(pk, condition)
-    return _write_response(pb.DeleteRowResponse, table, req, pk, [], condition, result)
+    units = write_cu(table, pk, [], condition)
+    return _write_response(pb.DeleteRowResponse, table, req, units, result)
 
 
 def get_range(db: Database, req) -> object:
     table, reader = target(db, req.table_name, req.transaction_id)
-    start = convert.key_values(
-        table, plainbuffer.decode_row(req.inclusive_start_primary_key).primary_key, "start key"
-    )
-    end = convert.key_values(
-        table, plainbuffer.decode_row(req.exclusive_end_primary_key).primary_key, "end key"
-    )
+    start = convert.read_key(table, req.inclusive_start_primary_key, "start key")
+    end = convert.read_key(table, req.exclusive_end_primary_key, "end key")
     if req.HasField("limit") and req.limit <= 0:
         raise ParameterInvalid(f"limit must be > 0, got {req.limit}")
     page = reader.get_range(
@@ -137,16 +144,11 @@ def get_range(db: Database, req) -> object:
         limit=req.limit if req.HasField("limit") else None, **read_options(req),
     )
     names = table._names
-    size = 0
-    rows: list[PlainRow] = []
-    for r in page.rows:
-        size += convert.row_size(names, r)
-        rows.append(convert.plain_row(names, r))
+    data, size = convert.encode_results(names, page.rows)
     resp = pb.GetRangeResponse()
-    resp.consumed.CopyFrom(convert.consumed(read=convert.capacity_units(size)))
-    resp.rows = plainbuffer.encode_rows(rows)
+    units = resp.consumed.capacity_unit
+    units.read, units.write = convert.capacity_units(size), 0
+    resp.rows = data
     if page.next_start_primary_key is not None:
-        resp.next_start_primary_key = plainbuffer.encode_primary_key(
-            list(zip(names, page.next_start_primary_key))
-        )
+        resp.next_start_primary_key = convert.encode_key(names, page.next_start_primary_key)
     return resp

@@ -1,0 +1,277 @@
+"""HTTP/1.1 framing for ``widetable serve``: one :class:`Connection` (an asyncio
+``Protocol``) per client connection, all on the server's event-loop thread.
+
+What a request may look like; anything else is answered (400, 413, 431, or
+505 for HTTP/2 and later) and the connection closed::
+
+    request      = request-line *( header CRLF ) CRLF body
+    request-line = method SP target SP ( "HTTP/1.1" | "HTTP/1.0" ) CRLF
+    header       = name ":" [ SP / HTAB ] value [ SP / HTAB ]
+                   ; name without surrounding space, no folded (obsolete) lines, no bare LF
+    body         = exactly Content-Length bytes (0 if absent); chunked is refused
+
+* Limits: the request line and headers 64 KiB and 100 headers (431), the body
+  5 MB (413, refused from ``Content-Length`` before any of it is read).
+* Keep-alive: HTTP/1.1 unless ``Connection: close``; HTTP/1.0 only with
+  ``Connection: keep-alive``. A connection's requests are answered in order,
+  one at a time; pipelined requests wait in its buffer.
+* ``Expect: 100-continue`` gets ``100 Continue`` before the body is read.
+* A client that half-closes (shuts down its sending side) after a request
+  still gets the answer over plain TCP; then the connection closes.
+* Back pressure: reading pauses while a request is served and more than
+  256 KiB wait behind it, or while the transport's write buffer is full.
+
+The connection knows nothing of Tablestore: it hands each :class:`Request` to
+its ``Service`` (``handle``; a framing error goes to ``reject``) and sends the
+bytes the service gives :meth:`Connection.respond`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol
+
+MAX_HEAD = 65536  # bytes of the request line and headers
+MAX_HEADERS = 100
+READ_AHEAD = 256 * 1024  # bytes buffered behind a request being served before reading pauses
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+class Request:
+    """One parsed request; ``headers`` by lower-cased name (the first of repeated names)."""
+
+    __slots__ = ("body", "headers", "keep_alive", "method", "target", "version")
+
+    def __init__(self, method: str, target: str, version: str, headers: dict[str, str],
+                 keep_alive: bool) -> None:
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+        self.keep_alive = keep_alive
+        self.body = b""
+
+
+class BadRequest(Exception):
+    """A request that cannot be framed: its status and why. The connection closes after it."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Service(Protocol):
+    draining: bool
+
+    def handle(self, conn: Connection, request: Request) -> None:
+        """Answer ``request`` with one ``conn.respond``, now or later (from the loop thread)."""
+
+    def reject(self, conn: Connection, error: BadRequest) -> None:
+        """Answer a request that could not be framed (``conn.respond(..., close=True)``)."""
+
+
+def parse_head(head: str) -> Request:
+    """The request line and headers (``head``, latin-1, without the final CRLF CRLF)."""
+    lines = head.split("\r\n")
+    count = len(lines) - 1
+    if head.count("\n") != count:
+        raise BadRequest(400, "a bare LF in the request head; lines end with CRLF")
+    if count > MAX_HEADERS:
+        raise BadRequest(431, f"more than {MAX_HEADERS} headers")
+    method, target, version, keep_alive = _request_line(lines[0])
+    headers: dict[str, str] = {}
+    for line in lines[:0:-1]:  # last to first: the first of repeated names wins
+        name, colon, value = line.partition(":")
+        if not colon or not name or name.strip() != name:  # also a folded line: " name"
+            raise BadRequest(400, f"bad header line {line[:64]!r}")
+        headers[name.lower()] = value.strip(" \t")
+    connection = headers.get("connection")
+    if connection is not None:
+        connection = connection.lower()
+        if connection == "close":
+            keep_alive = False
+        elif connection == "keep-alive":
+            keep_alive = True
+    return Request(method, target, version, headers, keep_alive)
+
+
+def _request_line(line: str) -> tuple[str, str, str, bool]:
+    """``(method, target, version, keep-alive by default)`` of a request line."""
+    words = line.split(" ")
+    if len(words) != 3 or not words[0] or not words[1]:
+        raise BadRequest(400, f"bad request line {line[:64]!r}")
+    method, target, version = words
+    if version == "HTTP/1.1":
+        return method, target, version, True
+    if version == "HTTP/1.0":
+        return method, target, version, False
+    if version.startswith("HTTP/") and version[5:6].isdigit() and version[5:6] != "0":
+        raise BadRequest(505, f"HTTP version {version[:16]!r} is not supported; use HTTP/1.1")
+    raise BadRequest(400, f"bad request line {line[:64]!r}")
+
+
+def body_length(headers: dict[str, str], limit: int) -> int:
+    """The body's length from ``Content-Length`` (0 without one), at most ``limit``."""
+    if "transfer-encoding" in headers:
+        raise BadRequest(400, "chunked bodies are not accepted; send Content-Length")
+    raw = headers.get("content-length")
+    if raw is None:
+        return 0
+    if not (raw.isascii() and raw.isdigit()):
+        raise BadRequest(400, f"Content-Length {raw[:32]!r} is not a number")
+    length = int(raw)
+    if length > limit:
+        raise BadRequest(413, f"the request body of {length} bytes is over the {limit} byte limit")
+    return length
+
+
+class Connection(asyncio.Protocol):
+    """One client connection: frames requests, hands them to the service, writes answers."""
+
+    def __init__(self, service: Service, connections: set[Connection], max_body: int) -> None:
+        self.service = service
+        self.connections = connections
+        self.max_body = max_body
+        self.transport: asyncio.Transport | None = None
+        self.peer = ""
+        self.last_active = time.monotonic()
+        self.busy = False  # a request is being served; its answer is not written yet
+        self.closing = False
+        self._buffer: bytes | bytearray = b""
+        self._pending: tuple[Request, int, int] | None = None  # a head whose body is arriving
+        self._tls = False
+        self._eof = False
+        self._pumping = False
+        self._write_paused = False
+        self._read_paused = False
+
+    # -- asyncio callbacks -------------------------------------------------------------
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        self._tls = transport.get_extra_info("sslcontext") is not None
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        self.connections.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = time.monotonic()
+        if self.closing:
+            return
+        buffer = self._buffer
+        if not buffer:
+            self._buffer = data
+        else:
+            if type(buffer) is bytes:
+                buffer = self._buffer = bytearray(buffer)
+            buffer += data
+        if self.busy:
+            if len(self._buffer) > READ_AHEAD:
+                self._pause_reading()
+        else:
+            self._pump()
+
+    def eof_received(self) -> bool | None:
+        if self.busy and not self._tls:  # TLS cannot stay half-open
+            self._eof = True
+            return True  # keep the transport open to write the answer; close after it
+        return None
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._pause_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if not self.busy:
+            self._pump()
+
+    # -- requests ---------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Frame and hand on buffered requests, one at a time, while nothing is in flight."""
+        if self._pumping:
+            return
+        self._pumping = True
+        try:
+            while self._buffer and not (self.busy or self.closing or self._write_paused):
+                try:
+                    request = self._next()
+                except BadRequest as error:
+                    self.busy = True
+                    self._buffer = b""
+                    self.service.reject(self, error)
+                    return
+                if request is None:
+                    break
+                self.busy = True
+                self.service.handle(self, request)
+        finally:
+            self._pumping = False
+        if self._read_paused and not (self.busy or self._write_paused or self.closing):
+            self._read_paused = False
+            self.transport.resume_reading()  # type: ignore[union-attr]
+
+    def _next(self) -> Request | None:
+        """The next whole request in the buffer, or None until more bytes arrive."""
+        buffer = self._buffer
+        if self._pending is None:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buffer) > MAX_HEAD:
+                    raise BadRequest(431, f"the request head is over {MAX_HEAD} bytes")
+                return None
+            if end > MAX_HEAD:
+                raise BadRequest(431, f"the request head is over {MAX_HEAD} bytes")
+            request = parse_head(buffer[:end].decode("latin-1"))
+            start = end + 4
+            total = start + body_length(request.headers, self.max_body)
+            if len(buffer) < total:
+                self._pending = (request, start, total)
+                if request.headers.get("expect", "").lower() == "100-continue":
+                    self.transport.write(CONTINUE)  # type: ignore[union-attr]
+                return None
+        else:
+            request, start, total = self._pending
+            if len(buffer) < total:
+                return None
+            self._pending = None
+        request.body = bytes(buffer[start:total])
+        self._buffer = buffer[total:] if len(buffer) > total else b""
+        return request
+
+    def respond(self, data: bytes, close: bool = False) -> None:
+        """Write one whole answer; then close, or frame the next buffered request."""
+        self.last_active = time.monotonic()
+        transport = self.transport
+        if self.closing or transport is None or transport.is_closing():
+            self.closing = True
+            return
+        transport.write(data)
+        if close or self._eof or self.service.draining:
+            self.close()
+            return
+        self.busy = False
+        if not self._pumping:
+            self._pump()
+
+    def close(self) -> None:
+        """Close after the written answers go out."""
+        self.closing = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def idle(self) -> bool:
+        """No request is being served or partly received."""
+        return not (self.busy or self._buffer)
+
+    def _pause_reading(self) -> None:
+        if not self._read_paused and not self.closing:
+            self._read_paused = True
+            self.transport.pause_reading()  # type: ignore[union-attr]
