@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from widetable import WidetableError
+from widetable.table.values import now_ms
 
 PK = [("k", "STRING"), ("s", "INTEGER")]
 DEFINED = [("c", "STRING"), ("n", "INTEGER"), ("d", "DOUBLE")]
@@ -89,6 +90,24 @@ def test_local_index_is_visible_when_the_write_returns(db, base):
         txn.put_row(("a", 3), {"c": "v"})
         txn.delete_row(("a", 2))
     assert [r.primary_key for r in ix.scan()] == [("a", "v", 3)]
+    assert db.verify_index("t", "loc").ok
+
+
+def test_local_entries_are_those_of_the_row_written(db, base):
+    """put_row hands the feed the row as it encoded it: the entry is the stored row's,
+    whatever the caller does with its dict afterwards, and timed cells take the slow path."""
+    db.create_index("t", "loc", primary_key=["k", "c"], defined_columns=["n", "d"], index_type="LOCAL")
+    ix = db.table("loc")
+    cols = {"c": "x", "n": 1, "other": "o"}
+    base.put_row(("a", 1), cols)
+    cols["c"], cols["n"] = "y", 2  # the caller reuses its dict
+    assert [(r.primary_key, r["n"]) for r in ix.scan()] == [(("a", "x", 1), 1)]
+    base.put_row(("a", 1), cols)
+    base.put_row(("a", 1), cols)  # an identical rewrite
+    now = now_ms()
+    base.put_row(("a", 2), {"c": ("t", now - 1), "n": (3, now), "d": 0.5})  # timed cells
+    assert [(r.primary_key, r["n"]) for r in ix.scan()] == [(("a", "t", 2), 3), (("a", "y", 1), 2)]
+    assert ix.get_row(("a", "t", 2)).columns["d"] == 0.5
     assert db.verify_index("t", "loc").ok
 
 

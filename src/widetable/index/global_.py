@@ -1,16 +1,30 @@
 """The global-index applier: tails change logs and brings global indexes up to date.
 
 One daemon thread per database (``widetable-indexer``) wakes on every logged
-commit of a table with a global index (and every 50 ms). For each index and
-each shard of its table it reads the records after the index's checkpoint,
-and *syncs* the rows they name: it reads the base row as it is now, computes
-its entry, and compares it with the entry it recorded for that row (the
-index ref, ``layout.index_ref_key``); a stale entry is deleted, the new one
-put. Index rows, refs and the new checkpoint go in one engine batch, so after
-a crash the applier resumes exactly at its checkpoint, and re-applying a
-record is harmless (a sync is idempotent). Because a sync reads the current
-base row, the order records are applied in does not matter for correctness:
-once every record is applied the index equals the one derived from the table.
+commit of a table with a global index (and every 50 ms). For each index it
+takes the records after its position and brings the entry of each row they
+name up to date: it computes the row's entry and compares it with the entry
+it recorded for that row (the index ref, ``layout.index_ref_key``); a stale
+entry is deleted, the new one put. Index rows, refs and the new checkpoints
+go in one engine batch, so after a crash the applier resumes exactly at its
+checkpoints, and applying a record again is harmless.
+
+Records come from one of two places:
+
+* the feed's in-memory tail (``TableFeed.tail``), which normally holds every
+  record after the index's position, in seq order, each with the row's image
+  after its write. The applier takes up to GROUP of them, brings each row to
+  its last image in the group, and advances the checkpoint of each shard they
+  touched. No log scan, no record decode, no read of the rows;
+* the log itself, when the tail does not reach back far enough (after opening
+  the store, after the tail overflowed, for a new index): shard by shard from
+  each checkpoint, reading each named row as it is now (a *sync*; backfill
+  syncs too), until the index has caught up with a seq the tail covers.
+
+Either way, once every record is applied the index equals the one derived
+from the table. Entries never go back in time either: ``GlobalIndex.synced``
+remembers the newest commit any sync may have seen, and a tail record not
+newer than that is synced again instead of taking its (possibly older) image.
 
 The same thread trims change logs past their retention (never a record some
 index has not applied) about every 10 s.
@@ -22,23 +36,27 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import msgspec
 
 from ..keys import layout
 from ..stream import log
+from ..stream.feed import NO_IMAGE
 from ..table import rowcodec
 from ..table.values import now_ms
 from .schema import IndexCodec, compile_key_encoder
 
-GROUP = 2000  # records applied per shard in one engine batch
+GROUP = 2000  # records applied in one engine batch (per shard, when reading the log)
+TAIL_TRIM = 4096  # tail records applied by every index before the tail forgets them
 TRIM_INTERVAL = 10.0
 BATCH_DELAY = 0.01  # seconds a woken applier waits for more commits
 PROBE = 0.0002  # seconds the applier sleeps between groups, yielding the GIL
 BUSY = 0.002  # a PROBE that took this long: another thread held the GIL (a write burst)
 BUSY_STREAK = 3  # busy PROBEs in a row that make a burst
-MAX_DEFER = 0.08  # seconds of lag after which the applier stops yielding to busy writers
+MAX_DEFER = 0.05  # seconds of lag after which the applier stops yielding to busy writers
 
+_key_of, _shard_of, _ts_of = itemgetter(0), itemgetter(1), itemgetter(2)  # of a tail item
 _decode_record = msgspec.msgpack.Decoder().decode  # a change record, as lists and bytes
 # The key of a PUT record's row blob, leaving the columns undecoded.
 _pk_of_blob = msgspec.msgpack.Decoder(
@@ -55,7 +73,10 @@ class GlobalIndex:
     feed: object  # the base table's TableFeed
     checkpoints: dict[int, int] = field(default_factory=dict)  # shard -> last applied seq
     lock: threading.Lock = field(default_factory=threading.Lock)
-    seen_seq: int = -1  # the table seq up to which every shard was drained
+    seen_seq: int = -1  # every record with seq <= seen_seq is applied, in every shard
+    # Every row read for this index so far (by a sync) was read after the commit of this
+    # seq: a tail image of an older record may be older than the entry it wrote.
+    synced: int = -1
     done_shards: set[int] = field(default_factory=set)  # closed shards drained after a barrier
     encode_base: object = None  # base pk tuple -> key bytes (after the table prefix)
 
@@ -143,14 +164,17 @@ class Indexer:
 
         The applier is background work sharing the GIL with the writers. It
         sleeps for PROBE seconds and measures how long getting the GIL back
-        took: when threads kept it for a whole switch interval BUSY_STREAK times
-        in a row, the process is busy (a write burst), and the applier holds off, as long as no unapplied
-        record is older than MAX_DEFER; past that it applies at full speed.
-        When the writers leave the GIL free (a moderate rate), it applies at once.
+        took: when threads of this process kept it (and the CPU: a wait spent
+        preempted by other processes does not count) for a whole switch interval
+        BUSY_STREAK times in a row, the process is busy (a write burst), and the
+        applier holds off, as long as no unapplied record is older than
+        MAX_DEFER; past that it applies at full speed. When the writers leave
+        the GIL free (a moderate rate), it applies at once.
         """
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         time.sleep(PROBE)
-        if time.perf_counter() - t0 < BUSY:
+        waited = time.perf_counter() - t0
+        if waited < BUSY or time.process_time() - cpu0 < waited / 2:
             self._busy = 0
             return False
         self._busy += 1
@@ -166,24 +190,88 @@ class Indexer:
     # -- applying ------------------------------------------------------------------------
 
     def run_once(self) -> int:
-        """One pass over every global index; returns the records applied."""
+        """One step for every global index (GROUP records from the tail, or a pass over
+        the log); returns the records applied."""
         applied = 0
         for gi in list(self.indexes.values()):
             feed = gi.feed
             if gi.seen_seq == feed.seq:  # type: ignore[attr-defined]
                 continue
-            target = feed.seq  # type: ignore[attr-defined]
-            more = False
             with gi.lock:
                 if gi.index_id not in self.indexes:
                     continue
-                for shard in self._shards(gi):
-                    n, full = self._apply_shard(gi, shard)
-                    applied += n
-                    more = more or full
-            if not more:
-                gi.seen_seq = target
+                n = self._apply_tail(gi)
+                applied += self._apply_log(gi) if n is None else n
+        self._trim_tails()
         return applied
+
+    def _apply_log(self, gi: GlobalIndex) -> int:
+        """Read the log of every shard after its checkpoint (GROUP records per shard at most)."""
+        target = gi.feed.seq  # type: ignore[attr-defined]
+        applied = 0
+        more = False
+        for shard in self._shards(gi):
+            n, full = self._apply_shard(gi, shard)
+            applied += n
+            more = more or full
+        if not more:
+            gi.seen_seq = target
+        return applied
+
+    def _apply_tail(self, gi: GlobalIndex) -> int | None:
+        """Apply up to GROUP records after ``gi.seen_seq`` from the feed's tail, in one engine
+        batch with the checkpoints of the shards touched. None: the tail does not hold them.
+
+        Each row named is brought to its image after its last record in the chunk;
+        a row without an image, or whose record is not newer than ``gi.synced``, is
+        read instead (an image could be older than what a read already indexed, and
+        entries never go back in time)."""
+        feed = gi.feed
+        with feed.lock:  # type: ignore[attr-defined]
+            tail = feed.tail  # type: ignore[attr-defined]
+            start = gi.seen_seq - feed.tail_from  # type: ignore[attr-defined]
+            if tail is None or start < 0 or gi.seen_seq < 0:
+                return None
+            items = tail[start:start + GROUP]
+        if not items:
+            return 0
+        first = gi.seen_seq + 1
+        fresh = gi.synced - first  # items up to this index may be older than a read
+        last = dict(zip(map(_key_of, items), range(len(items))))  # row key -> its last item
+        keys, images, read = [], [], []
+        for key in sorted(last):
+            i = last[key]
+            image = items[i][3]
+            if i <= fresh or image == NO_IMAGE:
+                read.append(key)
+            else:
+                keys.append(key)
+                images.append(image)
+        if read:
+            keys += read
+            images += self._read(gi, read)
+        batch = self._engine.batch()
+        self._put_entries(gi, keys, images, batch)
+        # The last record of each shard in the chunk: its new checkpoint.
+        last_of = dict(zip(map(_shard_of, items), range(first, first + len(items))))
+        moved = [(shard, seq) for shard, seq in last_of.items() if seq > gi.checkpoint(shard)]
+        for shard, seq in moved:
+            batch.put(layout.checkpoint_key(gi.index_id, shard), seq.to_bytes(8, "big"))
+        self._engine.write(batch)
+        gi.checkpoints.update(moved)
+        gi.seen_seq = first + len(items) - 1
+        now = now_ms()
+        self.lags.extend([now - ts for ts in map(_ts_of, items)])
+        return len(items)
+
+    def _trim_tails(self) -> None:
+        """Let each feed forget the tail records every one of its global indexes applied."""
+        low: dict = {}  # feed -> the lowest seen_seq of its indexes
+        for gi in list(self.indexes.values()):
+            low[gi.feed] = min(low.get(gi.feed, gi.seen_seq), gi.seen_seq)
+        for feed, applied in low.items():
+            if applied - feed.tail_from >= TAIL_TRIM:
+                feed.trim_tail(applied)
 
     def _shards(self, gi: GlobalIndex) -> list[int]:
         tp = self._db._partitions.partitions(gi.table)
@@ -234,11 +322,24 @@ class Indexer:
 
         Caller holds ``gi.lock``; the result is right for the rows as read here.
         """
+        self._put_entries(gi, base_keys, self._read(gi, base_keys), batch)
+
+    def _read(self, gi: GlobalIndex, base_keys: list[bytes]) -> list[bytes | None]:
+        """The rows at ``base_keys`` now; raises ``gi.synced`` past every commit they show."""
+        blobs = self._engine.multi_get(base_keys)
+        feed = gi.feed
+        with feed.lock:  # type: ignore[attr-defined]
+            # A commit seen by the read above is written, so its seq is in feed.seq by now.
+            gi.synced = max(gi.synced, feed.seq)  # type: ignore[attr-defined]
+        return blobs
+
+    def _put_entries(self, gi: GlobalIndex, base_keys: list[bytes], blobs: list, batch) -> None:
+        """Put into ``batch`` what makes the entries of ``base_keys`` those of ``blobs`` (row
+        blobs, None for no row), using and updating the index refs."""
         engine = self._engine
         codec = gi.codec
         head = layout.INDEX_REFS + gi.index_id.to_bytes(4, "big")
         ref_keys = [head + k[5:] for k in base_keys]
-        blobs = engine.multi_get(base_keys)
         refs = engine.multi_get(ref_keys)
         prefix = codec.prefix
         n = len(prefix)
@@ -269,8 +370,14 @@ class Indexer:
 
     def oldest_unapplied(self, gi: GlobalIndex) -> int | None:
         """Commit time (ms) of the oldest record ``gi`` has not applied, or None."""
-        if gi.seen_seq == gi.feed.seq:  # type: ignore[attr-defined]
+        feed = gi.feed
+        if gi.seen_seq == feed.seq:  # type: ignore[attr-defined]
             return None
+        with feed.lock:  # type: ignore[attr-defined]
+            tail = feed.tail  # type: ignore[attr-defined]
+            i = gi.seen_seq - feed.tail_from  # type: ignore[attr-defined]
+            if tail is not None and gi.seen_seq >= 0 and 0 <= i < len(tail):
+                return tail[i][2]
         tp = self._db._partitions.partitions(gi.table)
         oldest = None
         for shard in range(tp.next_id):

@@ -80,6 +80,7 @@ class IndexManager:
                 self.feeds[s.table_id] = feed
             feed.logged, feed.local = logged, local
             feed.notify = self.indexer.notify if has_global else None
+            feed.set_tail(has_global)
             table._changes = feed  # type: ignore[assignment]
         else:
             table._changes = None

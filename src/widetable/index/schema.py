@@ -81,28 +81,41 @@ class _Slow(Exception):
     """A key value the compiled encoder leaves to the reference one."""
 
 
-def _tuple_code(exprs: list[tuple[str, str]], out: list[str], indent: str) -> list[str]:
-    """Code lines encoding ``(python expression, key type)`` pairs into locals; returns the
-    names of the encoded parts, in order. Values must already have their Python type."""
-    parts = []
-    for i, (expr, kind) in enumerate(exprs):
+def _tuple_code(exprs: list[tuple[str, str, bool]], out: list[str],
+                indent: str) -> list[bytes | str]:
+    """Code lines encoding ``(python expression, key type, checked)`` triples into locals;
+    returns the parts of the encoding in order: constant bytes, or the name of a local
+    holding bytes. Values must already have their Python type; ``checked`` ones have
+    passed ``keys.codec``'s limits already (values of a base row's key)."""
+    parts: list[bytes | str] = []
+    for i, (expr, kind, checked) in enumerate(exprs):
         b = f"_k{i}"
         if kind == codec.STRING or kind == codec.BINARY:
-            enc = f"{expr}.encode()" if kind == codec.STRING else expr
-            head = "b'\\x02'" if kind == codec.STRING else "b'\\x01'"
-            out += [
-                f"{indent}{b} = {enc}",
-                f"{indent}if len({b}) > {codec.MAX_KEY_VALUE_BYTES}: raise _Slow",
-                f"{indent}if b'\\x00' in {b}: {b} = {b}.replace(b'\\x00', b'\\x00\\xff')",
-            ]
-            parts += [head, b, "b'\\x00'"]
+            out.append(f"{indent}{b} = {expr}" + (".encode()" if kind == codec.STRING else ""))
+            if not checked:
+                out.append(f"{indent}if len({b}) > {codec.MAX_KEY_VALUE_BYTES}: raise _Slow")
+            # ``0 in b`` (an int) is memchr; ``b"\0" in b`` costs ten times more.
+            out.append(f"{indent}if 0 in {b}: {b} = {b}.replace(b'\\x00', b'\\x00\\xff')")
+            parts += [b"\x02" if kind == codec.STRING else b"\x01", b, b"\x00"]
         else:
-            out += [
-                f"{indent}if not {codec.INT64_MIN} <= {expr} <= {codec.INT64_MAX}: raise _Slow",
-                f"{indent}{b} = ({expr} + {2**63}).to_bytes(8, 'big')",
-            ]
-            parts += ["b'\\x15'", b]
+            if not checked:
+                out.append(
+                    f"{indent}if not {codec.INT64_MIN} <= {expr} <= {codec.INT64_MAX}: raise _Slow")
+            out.append(f"{indent}{b} = ({expr} + {2**63}).to_bytes(8, 'big')")
+            parts += [b"\x15", b]
     return parts
+
+
+def _join_code(parts: list[bytes | str]) -> str:
+    """An expression joining ``parts`` (see :func:`_tuple_code`), adjacent constants merged."""
+    merged: list[bytes | str] = []
+    for part in parts:
+        if type(part) is bytes and merged and type(merged[-1]) is bytes:
+            merged[-1] += part  # type: ignore[operator]
+        else:
+            merged.append(part)
+    return "b''.join((" + "".join(
+        f"{p!r}, " if type(p) is bytes else f"{p}, " for p in merged) + "))"
 
 
 def compile_key_encoder(types: tuple[str, ...]):
@@ -110,8 +123,8 @@ def compile_key_encoder(types: tuple[str, ...]):
     (decoded from stored rows); the same bytes as ``keys.codec``'s encoders."""
     lines = ["def encode(pk):", "    try:"]
     body: list[str] = []
-    parts = _tuple_code([(f"pk[{i}]", t) for i, t in enumerate(types)], body, "        ")
-    lines += body + [f"        return b''.join(({', '.join(parts)},))",
+    parts = _tuple_code([(f"pk[{i}]", t, False) for i, t in enumerate(types)], body, "        ")
+    lines += body + [f"        return {_join_code(parts)}",
                      "    except (_Slow, UnicodeEncodeError):",
                      "        return _slow(pk, _types)"]
     ns = {"_Slow": _Slow, "_slow": codec.encode_tuple, "_types": types}
@@ -121,7 +134,8 @@ def compile_key_encoder(types: tuple[str, ...]):
 
 def compile_entry(prefix: bytes, sources: list, attrs: tuple, slow):
     """The entry function of one index: ``sources`` lists, per index key column,
-    ``(base key position, None, type)`` or ``(None, attribute column, type)``."""
+    ``(base key position, None, type)`` or ``(None, attribute column, type)``. Rows passed to
+    it hold a key the base table's encoder accepted, so key values skip the limit checks."""
     py = {codec.STRING: "str", codec.INTEGER: "int", codec.BINARY: "bytes"}
     lines = ["def entry(row):", "    pk = row[1]", "    latest = row[2]"]
     values = []
@@ -132,14 +146,14 @@ def compile_entry(prefix: bytes, sources: list, attrs: tuple, slow):
         else:
             lines += [f"    {v} = latest.get({col!r})",
                       f"    if type({v}) is not {py[kind]}: return None"]
-        values.append((v, kind))
+        values.append((v, kind, pos is not None))
     body: list[str] = []
     lines.append("    try:")
     parts = _tuple_code(values, body, "        ")
-    lines += body + [f"        key = b''.join((_prefix, {', '.join(parts)}))",
+    lines += body + [f"        key = {_join_code([prefix, *parts])}",
                      "    except (_Slow, UnicodeEncodeError):",
                      "        return _slow(row)"]
-    vals = "[" + ", ".join(v for v, _ in values) + "]"
+    vals = "[" + ", ".join(v for v, _, _ in values) + "]"
     if not attrs:
         lines.append(f"    return key, _pack((1, {vals}, {{}}, {{}}, None))")
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from functools import partial
 
 from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
@@ -40,7 +41,12 @@ class RocksEngine:
         self._write_opts = WriteOptions()
         self._write_opts.sync = sync
         self._db.set_write_options(self._write_opts)
+        # Bound straight to rocksdict: no Python frame on the write paths that batch
+        # (indexes, change logs, batch_write_row). ``WriteBatch(True)`` is raw mode; the
+        # positional form skips keyword parsing, a tenth of what a batch costs to make.
         self.get = self._db.get
+        self.write = self._db.write
+        self.batch = partial(WriteBatch, True)
         self._closed = False
         self._lock = threading.Lock()
 
@@ -48,12 +54,6 @@ class RocksEngine:
         if not keys:
             return []
         return self._db.get(keys)
-
-    def batch(self) -> WriteBatch:
-        return WriteBatch(raw_mode=True)
-
-    def write(self, batch: WriteBatch) -> None:
-        self._db.write(batch)
 
     def put(self, key: bytes, value: bytes) -> None:
         self._db.put(key, value)

@@ -15,6 +15,16 @@ particular of each shard. The shard of a record is looked up under the same
 lock, so once a split has swapped the partition map and one holder of the
 lock has come and gone, no record can land in the parent shard again
 (``barrier``).
+
+Tail: while a global index consumes the log (``set_tail(True)``), the feed also
+keeps the log's newest records in memory, in seq order, as ``(row key, shard,
+ts, image)``: ``image`` is the row as that write left it (its blob, or None
+when the write removed it; NO_IMAGE for rows over IMAGE_MAX bytes). The
+global-index applier then follows commits without scanning and decoding the
+log, or reading back rows it was just handed. The tail is a cache, never the
+record of truth: it starts empty at open (the applier then reads the log from
+its checkpoints), it is dropped when it outgrows TAIL_BYTES (ditto), and the
+applier trims what every global index has applied.
 """
 
 from __future__ import annotations
@@ -35,6 +45,18 @@ _unpack = rowcodec.unpack
 _time_ns = time.time_ns
 
 
+TAIL_BYTES = 64 << 20  # memory the tail may take (about); past that it is dropped
+ITEM_BYTES = 120  # what one tail item takes besides its key and image (tuple, ints, list slot)
+IMAGE_MAX = 64 << 10  # larger rows are not kept in the tail: the applier reads them
+NO_IMAGE = b""  # the tail's image of a row it did not keep (no row blob is empty)
+
+
+def _size(items: list) -> int:
+    """The memory tail ``items`` take, as TAIL_BYTES counts it."""
+    return sum(len(key) + (0 if image is None else len(image)) + ITEM_BYTES
+               for key, _, _, image in items)
+
+
 class TableFeed:
     """Change capture of one base table. Callers hold the row lock of every key they pass."""
 
@@ -48,6 +70,11 @@ class TableFeed:
         self.notify = notify  # wakes the global-index applier after a logged commit
         self.seq = seq  # the last seq handed out
         self.lock = threading.Lock()
+        # tail[i] is (row key, shard, commit ts ms, image) of record tail_from + 1 + i;
+        # None: no tail. Changed under ``lock`` only (appends by writers, trims by the applier).
+        self.tail: list[tuple[bytes, int, int, bytes | None]] | None = None
+        self.tail_from = seq
+        self.tail_bytes = 0
         self._prefix = layout.CHANGE_LOG + table_id.to_bytes(4, "big")
         self._new_batch, self._write, self._find = engine.batch, engine.write, router.find
         self._get = engine.get
@@ -56,17 +83,55 @@ class TableFeed:
     def decode_pk(key: bytes) -> tuple:
         return codec.decode_tuple(key, 5)
 
+    def set_tail(self, on: bool) -> None:
+        """Keep (or stop keeping) the in-memory tail of the log, from the next record on."""
+        with self.lock:
+            if not on:
+                self.tail = None
+            elif self.tail is None:
+                self._drop_tail()
+
+    def _drop_tail(self) -> None:
+        """Start the tail again, empty (it outgrew its bounds: its consumer is far behind).
+        Caller holds ``lock``; consumers behind ``tail_from`` go back to reading the log."""
+        self.tail, self.tail_from, self.tail_bytes = [], self.seq, 0
+
+    def trim_tail(self, applied: int) -> None:
+        """Forget the tail's records with seq <= ``applied`` (every consumer applied them)."""
+        with self.lock:
+            tail, n = self.tail, applied - self.tail_from
+            if tail is None or n <= 0:
+                return
+            gone = tail[:n]
+            del tail[:n]
+            self.tail_from = applied
+        size = _size(gone)  # outside the lock: writers wait for none of this
+        with self.lock:
+            if self.tail is tail:  # not dropped meanwhile (which zeroed the count)
+                self.tail_bytes -= size
+
     # -- single rows ----------------------------------------------------------------
 
-    def put(self, key: bytes, blob: bytes, old: object = _UNREAD) -> None:
-        """Write row ``blob`` at ``key`` (a whole-row put) with its record and index entries."""
+    def put(self, key: bytes, blob: bytes, row: tuple | None = None) -> None:
+        """Write row ``blob`` at ``key`` (a whole-row put) with its record and index entries.
+
+        ``row`` is the new row as ``rowcodec.unpack(blob)`` returns it, when the
+        caller has it (``Table.encode_put``); it spares decoding the blob.
+        """
         batch = self._new_batch()
         batch.put(key, blob)
-        if self.local:
-            if old is _UNREAD:
-                old = self._get(key)
-            if old != blob:  # an identical rewrite changes no entry
-                self.stage_local(batch, key, old, _unpack(blob))
+        local = self.local
+        if local:
+            old = self._get(key)
+            if old is None:  # a new row: entries only to add
+                if row is None:
+                    row = _unpack(blob)
+                for index in local:
+                    after = index.entry(row)
+                    if after is not None:
+                        batch.put(after[0], after[1])
+            elif old != blob:  # an identical rewrite changes no entry
+                self.stage_local(batch, key, old, _unpack(blob) if row is None else row)
         if not self.logged:
             self._write(batch)
             return
@@ -74,10 +139,20 @@ class TableFeed:
         with self.lock:  # ts under the lock too: commit times follow seq order
             seq = self.seq + 1
             bounds, parts = self.router.state  # router.find(key), inlined
-            batch.put(self._prefix + parts[_bisect(bounds, key)].id.to_bytes(4, "big") + seq.to_bytes(8, "big"),
-                      _pack((1, _time_ns() // 1_000_000, blob)))  # log.PUT
+            shard = parts[_bisect(bounds, key)].id
+            ts = _time_ns() // 1_000_000
+            batch.put(self._prefix + shard.to_bytes(4, "big") + seq.to_bytes(8, "big"),
+                      _pack((1, ts, blob)))  # log.PUT
             self._write(batch)
             self.seq = seq
+            tail = self.tail
+            if tail is not None:
+                image = blob if len(blob) <= IMAGE_MAX else NO_IMAGE
+                self.tail_bytes += len(key) + len(image) + ITEM_BYTES
+                if self.tail_bytes <= TAIL_BYTES:
+                    tail.append((key, shard, ts, image))
+                else:
+                    self._drop_tail()
         if self.notify is not None:
             self.notify()
 
@@ -91,14 +166,14 @@ class TableFeed:
             batch.delete(key)
         if self.local:
             self.stage_local(batch, key, old_row, rowcodec.unpack(new) if new is not None else None)
-        self.commit(batch, [(key, [log.UPDATE, 0, list(pk), changes])] if self.logged else ())
+        self.commit(batch, [(key, [log.UPDATE, 0, list(pk), changes], new)] if self.logged else ())
 
     def delete(self, key: bytes, pk: tuple, old: object = _UNREAD) -> None:
         batch = self.engine.batch()
         batch.delete(key)
         if self.local:
             self.stage_local(batch, key, old, None)
-        self.commit(batch, [(key, [log.DELETE, 0, list(pk)])] if self.logged else ())
+        self.commit(batch, [(key, [log.DELETE, 0, list(pk)], None)] if self.logged else ())
 
     def purge(self, key: bytes, old_row: list, new: bytes | None) -> None:
         """Garbage collection rewrote (or removed) a row: an internal PURGE record, which
@@ -110,7 +185,7 @@ class TableFeed:
             batch.put(key, new)
         if self.local:
             self.stage_local(batch, key, old_row, rowcodec.unpack(new) if new is not None else None)
-        self.commit(batch, [(key, [log.PURGE, 0, list(old_row[1])])] if self.logged else ())
+        self.commit(batch, [(key, [log.PURGE, 0, list(old_row[1])], new)] if self.logged else ())
 
     # -- pieces, for multi-row batches ---------------------------------------------
 
@@ -139,30 +214,47 @@ class TableFeed:
             if after is not None and after != before:
                 batch.put(after[0], after[1])
 
-    def record(self, op: int, key: bytes, blob: bytes | None, pk: tuple) -> tuple[bytes, list]:
-        """A pending record for ``commit``: PUT carries the blob, others the key."""
-        if op == log.PUT:
-            return key, [log.PUT, 0, blob]
-        return key, [op, 0, list(pk)]
-
     def commit(self, batch, records) -> None:
-        """Append ``records`` ((row key, record with ts 0) pairs) to ``batch`` and write it."""
+        """Append ``records`` to ``batch`` and write it: ``(row key, record with ts 0, row
+        image)`` triples, the image being the row's blob after the write (None: removed)."""
         if not records:
             self.engine.write(batch)
             return
-        prefix = self._prefix
-        find = self.router.find
         with self.lock:
-            ts = now_ms()
             seq = self.seq
-            for key, rec in records:
-                seq += 1
-                rec[1] = ts
-                batch.put(prefix + find(key).id.to_bytes(4, "big") + seq.to_bytes(8, "big"), _pack(rec))
+            added = self._stage_records(batch, records, now_ms())
             self.engine.write(batch)
-            self.seq = seq
+            self._committed(seq, added)
         if self.notify is not None:
             self.notify()
+
+    def _stage_records(self, batch, records, ts: int) -> list:
+        """Put ``records`` (see :meth:`commit`) into ``batch`` with seqs after ``self.seq``
+        and commit time ``ts``; returns their tail items. Caller holds ``lock`` and calls
+        :meth:`_committed` once the batch is written."""
+        prefix, find = self._prefix, self.router.find
+        seq = self.seq
+        added = []
+        for key, rec, image in records:
+            seq += 1
+            rec[1] = ts
+            shard = find(key).id
+            batch.put(prefix + shard.to_bytes(4, "big") + seq.to_bytes(8, "big"), _pack(rec))
+            if image is not None and len(image) > IMAGE_MAX:
+                image = NO_IMAGE
+            added.append((key, shard, ts, image))
+        return added
+
+    def _committed(self, seq: int, added: list) -> None:
+        """Records ``seq + 1 ...`` (``added``: their tail items) are written. Holds ``lock``."""
+        self.seq = seq + len(added)  # only once written: readers trust seq
+        tail = self.tail
+        if tail is not None:
+            self.tail_bytes += _size(added)
+            if self.tail_bytes <= TAIL_BYTES:
+                tail += added
+            else:
+                self._drop_tail()
 
     def commit_puts(self, batch, groups: dict) -> None:
         """Write ``batch`` (already holding whole-row puts) with the records and local-index
@@ -174,7 +266,7 @@ class TableFeed:
                 for (key, blob), old in zip(rows, olds):
                     feed.stage_local(batch, key, old, rowcodec.unpack(blob))
             if feed.logged:
-                staged[feed] = [(key, [log.PUT, 0, blob]) for key, blob in rows]
+                staged[feed] = [(key, [log.PUT, 0, blob], blob) for key, blob in rows]
         commit_many(self.engine, batch, staged)
 
     def commit_rows(self, batch, rows: list) -> None:
@@ -187,11 +279,11 @@ class TableFeed:
                 self.stage_local(batch, key, _UNREAD, new_row)
             if self.logged:
                 if blob is not None:
-                    records.append((key, [log.PUT, 0, blob]))
+                    records.append((key, [log.PUT, 0, blob], blob))
                 else:
-                    records.append((key, [log.DELETE, 0, None]))
+                    records.append((key, [log.DELETE, 0, None], None))
         # A DELETE names its key; the transaction knows only bytes, so decode it here.
-        for key, rec in records:
+        for key, rec, _ in records:
             if rec[0] == log.DELETE:
                 rec[2] = list(self.decode_pk(key))
         self.commit(batch, records)
@@ -203,7 +295,8 @@ class TableFeed:
 
 
 def commit_many(engine, batch, staged: dict) -> None:
-    """Write ``batch`` with the records of several tables: ``{feed: [(key, record), ...]}``.
+    """Write ``batch`` with the records of several tables: ``{feed: [(key, record, image), ...]}``
+    (see :meth:`TableFeed.commit`).
 
     The feeds' locks are taken in table-id order, so concurrent batches never deadlock.
     """
@@ -215,23 +308,13 @@ def commit_many(engine, batch, staged: dict) -> None:
         feed.lock.acquire()
     try:
         ts = now_ms()
-        last = []
-        for feed in feeds:
-            seq = feed.seq
-            find = feed.router.find
-            for key, rec in staged[feed]:
-                seq += 1
-                rec[1] = ts
-                batch.put(feed._prefix + find(key).id.to_bytes(4, "big") + seq.to_bytes(8, "big"),
-                          _pack(rec))
-            last.append(seq)
+        added = [feed._stage_records(batch, staged[feed], ts) for feed in feeds]
         engine.write(batch)
-        for feed, seq in zip(feeds, last):  # only once written: readers trust feed.seq
-            feed.seq = seq
+        for feed, items in zip(feeds, added):
+            feed._committed(feed.seq, items)
     finally:
         for feed in reversed(feeds):
             feed.lock.release()
     for feed in feeds:
         if feed.notify is not None:
             feed.notify()
-

@@ -334,7 +334,11 @@ class Table:
             return autoinc.put_row(self, pk, columns, condition)
         values, key = self._key(pk)
         cond = as_condition(condition)
-        blob = self.encode_put(values, columns)
+        # A table with local indexes: keep the new row's decoded form for their entries
+        # (a hint: the feed is read again under the row lock).
+        changes = self._changes
+        decoded: list | None = [] if changes is not None and changes.local else None
+        blob = self.encode_put(values, columns, decoded)
         part = self._route_write(key)
         if self._txn_locks:
             self._db._txns.wait_for(self, values[0])
@@ -347,12 +351,16 @@ class Table:
             if changes is None:
                 self._engine.put(key, blob)
             else:
-                changes.put(key, blob)
+                changes.put(key, blob, decoded[0] if decoded else None)
         self._record_write(part, key, len(blob), None)
         return WriteResult(values)
 
-    def encode_put(self, pk: tuple, columns: object) -> bytes:
-        """Validate ``columns`` of a put and encode the row blob it writes."""
+    def encode_put(self, pk: tuple, columns: object, decoded: list | None = None) -> bytes:
+        """Validate ``columns`` of a put and encode the row blob it writes.
+
+        With a list as ``decoded``, a plain put (untimed values) also appends the row
+        as ``rowcodec.unpack`` would return it, so index entries need not decode the blob.
+        """
         now = now_ms()
         if type(columns) is dict:
             latest = plain_cells(columns)
@@ -361,6 +369,10 @@ class Table:
                     self._reject_pk_names(latest)
                 if self._defined:
                     self._check_defined(latest.items())
+                if decoded is not None:
+                    # A private copy: index entries and blob agree even if the caller's
+                    # dict changes under us (its values are immutable: plain types).
+                    latest = dict(latest)
                 try:
                     blob = rowcodec.encode_latest(pk, latest, now)
                 except (UnicodeEncodeError, OverflowError, ValueError):
@@ -368,6 +380,8 @@ class Table:
                         check_value(name, value)  # raises the precise error
                     raise
                 check_packed(latest, len(blob))
+                if decoded is not None:
+                    decoded.append((rowcodec.FORMAT, pk, latest, now, None))
                 return blob
         cells = normalize_cells(columns, now, self._options.max_time_deviation)
         self._reject_pk_names([c[0] for c in cells])
