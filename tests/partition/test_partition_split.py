@@ -161,3 +161,26 @@ def test_splits_and_merges_under_load_lose_and_duplicate_nothing(store) -> None:
     assert {e.kind for e in d.split_history} >= {"split", "merge"}
     estimate = sum(p.rows for p in d.partitions)  # counters race with splits: approximate
     assert abs(estimate - len(reference)) <= 0.2 * len(reference)
+
+
+def test_a_write_routed_before_a_split_or_merge_counts_where_it_landed(store) -> None:
+    """A writer routes, the map changes under it, then it records: the row is counted
+    in the partition that now holds its key, not in the retired one."""
+    from widetable.keys import codec
+    from widetable.partition.map import record_write
+
+    t = store.create_table("t", [("k", "STRING")])
+    for i in range(10):
+        t.put_row((f"k{i}",), {"v": i})
+    router = store._partitions.partitions(t).router
+    parent = router.parts[0]
+    key = t._prefix + codec.encode_element("z9", "STRING", "k")
+    store.split_partition("t", "m")
+    record_write(parent, key, 100, None)  # routed to the parent before the split
+    left, right = router.parts
+    assert left.est_rows + right.est_rows == 11
+    assert right.est_rows >= 1 and parent.successor is router
+    store.merge_partitions("t", 0)
+    record_write(left, key, 100, None)  # routed to a merged-away partition
+    (merged,) = router.parts
+    assert merged.est_rows == 12

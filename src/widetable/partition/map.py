@@ -62,6 +62,7 @@ class Partition:
         "seen",
         "start",
         "state",
+        "successor",
         "throttled",
         "write_rate",
         "writes",
@@ -87,6 +88,9 @@ class Partition:
         self.cold_since: float | None = None
         self.load_samples: deque[bytes] = deque(maxlen=LOAD_SAMPLES)
         self.hot_key: bytes | None = None
+        # Set once a split or merge has replaced this partition: the router that now
+        # holds its range, so writes routed here before the swap count where they landed.
+        self.successor: Router | None = None
 
     def contains(self, key: bytes) -> bool:
         return self.start <= key and (self.end is None or key < self.end)
@@ -220,8 +224,12 @@ def record_write(p: Partition, key: bytes, new_len: int, old_len: int | None) ->
     ``old_len`` is the blob replaced (0 = none) or None when the write did not
     read it: then a put counts as a new row and a delete removes one average
     row. Overwrites by blind puts make the estimate drift up; it is an estimate
-    kept from counters, never a scan.
+    kept from counters, never a scan. A write routed to ``p`` just before a split
+    or merge replaced it is counted in the partition that holds its key now.
     """
+    successor = p.successor
+    if successor is not None:
+        p = successor.find(key)
     p.bytes_written += new_len
     new = new_len + len(key) if new_len else 0
     if old_len is None:

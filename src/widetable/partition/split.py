@@ -81,11 +81,6 @@ def split_partition(
     right = Partition(tp.allocate_id(), key, p.end, now)
     below = [s for s in p.samples if s < key]
     above = [s for s in p.samples if s >= key]
-    frac = len(below) / len(p.samples) if p.samples else 0.5
-    left.est_bytes = int(p.est_bytes * frac)
-    right.est_bytes = p.est_bytes - left.est_bytes
-    left.est_rows = int(p.est_rows * frac)
-    right.est_rows = p.est_rows - left.est_rows
     left.samples, right.samples = below, above
     left.seen, right.seen = len(below), len(above)
     for child in (left, right):
@@ -97,6 +92,15 @@ def split_partition(
     i = parts.index(p)
     parts[i : i + 1] = [left, right]
     tp.router.install(parts)
+    # From here writes that were routed to p before the swap count in the children, so
+    # p's counters stop moving and can be shared out (children may already hold some).
+    p.successor = tp.router
+    frac = len(below) / len(p.samples) if p.samples else 0.5
+    est_bytes, est_rows = p.est_bytes, p.est_rows
+    left.est_bytes += int(est_bytes * frac)
+    right.est_bytes += est_bytes - int(est_bytes * frac)
+    left.est_rows += int(est_rows * frac)
+    right.est_rows += est_rows - int(est_rows * frac)
     return left, right
 
 
@@ -108,8 +112,6 @@ def merge_partitions(
         raise ValueError(f"partitions {a.id} and {b.id} are not neighbours")
     a.state = b.state = MERGING
     m = Partition(tp.allocate_id(), a.start, b.end, now, a.pinned)
-    m.est_bytes = a.est_bytes + b.est_bytes
-    m.est_rows = a.est_rows + b.est_rows
     m.samples = sorted(a.samples + b.samples)[::2][:RESERVOIR] if len(a.samples) + len(b.samples) > RESERVOIR else a.samples + b.samples
     m.seen = len(m.samples)
     set_capacity(m, a.bucket.rate if a.bucket else 0, tp.router.clock)
@@ -120,6 +122,9 @@ def merge_partitions(
     i = parts.index(a)
     parts[i : i + 2] = [m]
     tp.router.install(parts)
+    a.successor = b.successor = tp.router  # late writes to a or b count in m, as in a split
+    m.est_bytes += a.est_bytes + b.est_bytes
+    m.est_rows += a.est_rows + b.est_rows
     return m
 
 
