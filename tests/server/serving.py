@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import http.client
 import os
 import signal
 import socket
@@ -14,6 +16,39 @@ from pathlib import Path
 ACCESS_KEY_ID = "test-key"
 ACCESS_KEY_SECRET = "test-secret"
 INSTANCE = "widetable"
+
+
+def signed_headers(api: str, body: bytes, headers: dict | None = None, sign: bool = True,
+                   secret: str = ACCESS_KEY_SECRET) -> dict[str, str]:
+    """The x-ots-* headers of a request, ``headers`` laid over them, then V2-signed."""
+    from widetable.server.auth import content_md5, sign_v2
+
+    h = {
+        "x-ots-date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "x-ots-apiversion": "2015-12-31",
+        "x-ots-accesskeyid": ACCESS_KEY_ID,
+        "x-ots-instancename": INSTANCE,
+        "x-ots-contentmd5": content_md5(body),
+    }
+    h.update(headers or {})
+    if sign:
+        h["x-ots-signature"] = sign_v2(secret, api, h)
+    return h
+
+
+def post(port: int, api: str, body: bytes, headers: dict | None = None, sign: bool = True,
+         secret: str = ACCESS_KEY_SECRET):
+    """POST /<api> with http.client: ``(status, Error message or None)``."""
+    from widetable.server.proto import pb
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("POST", "/" + api, body, signed_headers(api, body, headers, sign, secret))
+        resp = conn.getresponse()
+        data = resp.read()
+    finally:
+        conn.close()
+    return resp.status, (pb.Error.FromString(data) if resp.status >= 400 else None)
 
 
 def free_port() -> int:

@@ -6,7 +6,6 @@ test can give it a short idle timeout."""
 
 from __future__ import annotations
 
-import datetime
 import inspect
 import shutil
 import socket
@@ -19,7 +18,6 @@ import pytest
 
 import widetable
 from widetable.server import KeyStore, WidetableServer
-from widetable.server.auth import content_md5, sign_v2
 from widetable.server.proto import pb
 
 from . import serving
@@ -43,14 +41,7 @@ def served(tmp_path):
 
 def request(api: str, body: bytes = b"", extra: str = "") -> bytes:
     """A signed POST /<api>, as bytes."""
-    headers = {
-        "x-ots-date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-        "x-ots-apiversion": "2015-12-31",
-        "x-ots-accesskeyid": serving.ACCESS_KEY_ID,
-        "x-ots-instancename": serving.INSTANCE,
-        "x-ots-contentmd5": content_md5(body),
-    }
-    headers["x-ots-signature"] = sign_v2(serving.ACCESS_KEY_SECRET, api, headers)
+    headers = serving.signed_headers(api, body)
     lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     head = f"POST /{api} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n{lines}{extra}\r\n"
     return head.encode("latin-1") + body

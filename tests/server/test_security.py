@@ -11,7 +11,7 @@ import time
 import pytest
 
 import widetable
-from widetable.server.auth import content_md5, sign_v2
+from widetable.server.auth import content_md5
 from widetable.server.proto import pb
 
 from . import serving
@@ -19,25 +19,7 @@ from . import serving
 
 def post(server, api: str, body: bytes, headers: dict | None = None, sign: bool = True,
          secret: str = serving.ACCESS_KEY_SECRET):
-    h = {
-        "x-ots-date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-        "x-ots-apiversion": "2015-12-31",
-        "x-ots-accesskeyid": serving.ACCESS_KEY_ID,
-        "x-ots-instancename": serving.INSTANCE,
-        "x-ots-contentmd5": content_md5(body),
-    }
-    h.update(headers or {})
-    if sign:
-        h["x-ots-signature"] = sign_v2(secret, api, h)
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    try:
-        conn.request("POST", "/" + api, body, h)
-        resp = conn.getresponse()
-        data = resp.read()
-    finally:
-        conn.close()
-    error = pb.Error.FromString(data) if resp.status >= 400 else None
-    return resp.status, error
+    return serving.post(server.port, api, body, headers, sign, secret)
 
 
 def test_unsigned_and_wrongly_signed_are_403(server) -> None:
