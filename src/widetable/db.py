@@ -119,6 +119,11 @@ class Database:
         self._check_open()
         self._engine.compact()
 
+    def transactions_open(self) -> bool:
+        """Whether a local transaction holds a partition key now: then a plain write to
+        that key waits up to 50 ms for it (and fails with OTSRowOperationConflict)."""
+        return bool(self._txn_locks)
+
     def close(self) -> None:
         """Stop background work and close the engine. Idempotent."""
         if self._closed:

@@ -259,3 +259,29 @@ def test_tls_end_to_end(tmp_path) -> None:
             assert not plain.recv(65536).startswith(b"HTTP/1.1 200")
     finally:
         server.drain(5)
+
+
+def test_plain_writes_go_to_the_pool_only_while_a_transaction_is_open(tmp_path) -> None:
+    """A plain write can wait 50 ms on a key a transaction holds: then it must not run on
+    the event loop. Without open transactions no write can wait, and they run inline."""
+    from widetable.server.service import pooled
+
+    db = widetable.open(str(tmp_path / "d"), purge_interval=None, maintenance_interval=None)
+    try:
+        t = db.create_table("t", [("k", "STRING")])
+        put = pb.PutRowRequest(table_name="t")
+        get = pb.GetRowRequest(table_name="t")
+        assert not db.transactions_open()
+        assert not pooled("PutRow", put, 100, db.transactions_open())
+        txn = db.start_local_transaction("t", "a")
+        txn.put_row(("a",), {"v": 1})
+        assert db.transactions_open()
+        for api, msg in (("PutRow", put), ("UpdateRow", pb.UpdateRowRequest(table_name="t")),
+                         ("DeleteRow", pb.DeleteRowRequest(table_name="t"))):
+            assert pooled(api, msg, 100, db.transactions_open())
+        assert not pooled("GetRow", get, 100, db.transactions_open())  # reads never wait
+        txn.commit()
+        assert not db.transactions_open()
+        assert t.get_row(("a",))["v"] == 1
+    finally:
+        db.close()

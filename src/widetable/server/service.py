@@ -26,12 +26,11 @@ pool thread yields it at least every 5 ms, the interpreter's switch interval):
   request whose body is over 64 KiB;
 * a GetRange without a limit or with one over 100 rows (up to 5000 rows / 4 MB).
 
-Accepted trade-off: a plain PutRow, UpdateRow or DeleteRow runs inline, and when
-it meets a partition key that a local transaction holds the library waits up
-to 50 ms for it before failing with ``OTSRowOperationConflict``; the loop
-stalls that long. That happens only while a transaction holds the very key a
-plain write targets, a conflict the writer has to retry anyway; writes to keys
-no live transaction holds never wait.
+* a plain PutRow, UpdateRow or DeleteRow while any local transaction is open
+  (``Database.transactions_open()``): such a write waits up to 50 ms when it
+  meets the partition key a transaction holds, before failing with
+  ``OTSRowOperationConflict``. With no transaction open no write can wait, and
+  they run inline.
 """
 
 from __future__ import annotations
@@ -108,6 +107,7 @@ POOLED = frozenset({
     "BatchGetRow", "BatchWriteRow",
 })
 WITH_TRANSACTION = frozenset({"GetRow", "PutRow", "UpdateRow", "DeleteRow", "GetRange"})
+ROW_WRITES = frozenset({"PutRow", "UpdateRow", "DeleteRow"})
 INLINE_RANGE_LIMIT = 100  # rows of a GetRange small enough to run on the loop
 INLINE_BODY = 64 * 1024  # bytes of the largest request body run on the loop
 
@@ -118,11 +118,13 @@ _BODY_HEADERS = "Content-Type: application/x-protobuf\r\nContent-Length: "
 _CLOSE = "Connection: close\r\n"
 
 
-def pooled(api: str, request, size: int) -> bool:
+def pooled(api: str, request, size: int, transactions_open: bool = False) -> bool:
     """Whether ``request`` (of ``size`` bytes) may wait or run long, and so goes to the pool."""
     if api in POOLED or size > INLINE_BODY:
         return True
     if api in WITH_TRANSACTION and request.transaction_id:
+        return True
+    if api in ROW_WRITES and transactions_open:
         return True
     return api == "GetRange" and not 0 < request.limit <= INLINE_RANGE_LIMIT
 
@@ -191,7 +193,7 @@ class TablestoreService:
             log.exception("internal error checking %s", api[:64])
             body = error_body("OTSInternalServerError", f"internal error: {exc}")
             return self._answer(conn, request, 500, api, body, verified, close)
-        if pooled(api, message, len(request.body)):
+        if pooled(api, message, len(request.body), self.db.transactions_open()):
             self._submit(conn, request, api, message, verified, close)
         else:
             status, body = self._execute(api, message)
