@@ -3,7 +3,10 @@ every bad request gets a clear 4xx, the server keeps serving, and nothing is wri
 
 from __future__ import annotations
 
+import base64
 import datetime
+import email.utils
+import hmac
 import http.client
 import random
 import time
@@ -11,7 +14,7 @@ import time
 import pytest
 
 import widetable
-from widetable.server.auth import content_md5
+from widetable.server.auth import DateClock, content_md5, hmac_of
 from widetable.server.proto import pb
 
 from . import serving
@@ -107,3 +110,19 @@ def test_fuzz_bodies_and_headers(server) -> None:
     finally:
         db.delete_table("fuzz")
         db.close()
+
+
+@pytest.mark.parametrize("secret", ["", "s", "k" * 64, "long" * 40, "clé"])
+@pytest.mark.parametrize("algo", ["sha1", "sha256"])
+def test_precomputed_hmac_is_hmac(secret: str, algo: str) -> None:
+    key = secret.encode()
+    for text in ("", "/GetRow\nPOST\n\nx-ots-date:1\n", "é" * 100):
+        want = base64.b64encode(hmac.digest(key, text.encode(), algo)).decode()
+        assert hmac_of(key, algo).sign(text) == want
+
+
+def test_date_clock_formats_both_dates_of_one_instant() -> None:
+    ots, http = DateClock().now()
+    parsed = datetime.datetime.strptime(ots, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC)
+    assert abs(parsed.timestamp() - time.time()) < 5
+    assert email.utils.parsedate_to_datetime(http) == parsed.replace(microsecond=0)

@@ -5,14 +5,12 @@ keep making; its request signature is the one ``auth`` computes."""
 
 from __future__ import annotations
 
-import base64
-import hmac
 import socket
 import threading
 
 import pytest
 
-from widetable.client.transport import Transport, _Signer
+from widetable.client.transport import Transport
 from widetable.errors import WidetableError
 from widetable.server.auth import KeyStore, content_md5, sign_response, sign_v2
 from widetable.server.proto import pb
@@ -100,14 +98,6 @@ def _call(answers: list) -> tuple[bytes | Exception, Scripted]:
     finally:
         t.close()
         served.close()
-
-
-@pytest.mark.parametrize("secret", ["", "s", "k" * 64, "long" * 40, "clé"])
-def test_signer_is_hmac_sha1(secret: str) -> None:
-    key = secret.encode()
-    for text in ("", "/GetRow\nPOST\n\nx-ots-date:1\n", "é" * 100):
-        want = base64.b64encode(hmac.digest(key, text.encode(), "sha1")).decode()
-        assert _Signer(key).sign(text) == want
 
 
 def test_request_is_signed_as_auth_signs_it() -> None:

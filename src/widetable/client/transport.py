@@ -17,18 +17,15 @@ partition layer's :class:`~widetable.partition.retry.Retrier`.
 
 from __future__ import annotations
 
-import hashlib
 import socket
 import ssl
 import threading
-import time
-from binascii import b2a_base64
 from urllib.parse import urlsplit
 
 from .. import errors as errs
 from ..errors import WidetableError
 from ..partition.retry import Retrier
-from ..server.auth import SIGNATURE_HEADERS, content_md5
+from ..server.auth import DateClock, canonical_headers, content_md5, hmac_of
 from ..server.proto import pb
 
 API_VERSION = "2015-12-31"
@@ -54,7 +51,6 @@ def error_of(code: str, message: str) -> WidetableError:
 MAX_LINE = 65536  # bytes of a response head (status line and headers), and of a chunk line
 MAX_HEADERS = 100
 _RECV = 262144
-_NL = "\n"
 
 
 class _Closed(Exception):
@@ -213,47 +209,6 @@ class _Connection:
             parts.append(self._read(size + 2)[:size])
 
 
-class _Signer:
-    """HMAC-SHA1 (RFC 2104) under one key, the padded key's hash states made once: a
-    signature then costs two hash copies, not a key setup (what V2 requests and every
-    response are signed with)."""
-
-    __slots__ = ("_inner", "_outer")
-
-    def __init__(self, key: bytes) -> None:
-        if len(key) > 64:  # SHA-1's block
-            key = hashlib.sha1(key).digest()
-        key = key.ljust(64, b"\0")
-        self._inner = hashlib.sha1(bytes(b ^ 0x36 for b in key))
-        self._outer = hashlib.sha1(bytes(b ^ 0x5C for b in key))
-
-    def sign(self, text: str) -> str:
-        """base64 of the HMAC of ``text`` (UTF-8)."""
-        inner = self._inner.copy()
-        inner.update(text.encode("utf-8"))
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return b2a_base64(outer.digest(), newline=False).decode("ascii")
-
-
-class _Clock:
-    """``x-ots-date`` values (UTC, milliseconds), the seconds formatted once a second."""
-
-    __slots__ = ("_second",)
-
-    def __init__(self) -> None:
-        self._second = (-1, "")
-
-    def now(self) -> str:
-        t = time.time()
-        second = int(t)
-        cached = self._second  # one tuple: threads read a consistent pair
-        if cached[0] != second:
-            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-            cached = self._second = (second, text)
-        return f"{cached[1]}.{int((t - second) * 1000):03d}Z"
-
-
 class Transport:
     """Sends one API call and returns the response body, or raises its WidetableError."""
 
@@ -272,8 +227,8 @@ class Transport:
         self._authority = host if self._port == default_port else f"{host}:{self._port}"
         self._id = access_key_id.strip()
         self._instance = instance.strip()
-        self._hmac = _Signer(access_key_secret.encode("utf-8"))  # requests and responses
-        self._clock = _Clock()
+        self._hmac = hmac_of(access_key_secret.encode("utf-8"), "sha1")  # requests, answers
+        self._clock = DateClock()
         self._heads: dict[str, tuple[str, str]] = {}  # api -> fixed head lines, signed text
         self._timeout = timeout
         self._ssl = (ssl_context or ssl.create_default_context()) if self._https else None
@@ -306,14 +261,14 @@ class Transport:
         fixed = self._heads.get(api)
         if fixed is None:
             fixed = self._heads[api] = (
-                f"POST /{api} HTTP/1.1\r\nHost: {self._authority}\r\n"
-                f"Content-Type: application/x-protobuf\r\nx-ots-apiversion: {API_VERSION}\r\n"
-                f"x-ots-accesskeyid: {self._id}\r\nx-ots-instancename: {self._instance}\r\n",
-                f"/{api}\nPOST\n\nx-ots-accesskeyid:{self._id}\nx-ots-apiversion:{API_VERSION}\n"
-                "x-ots-contentmd5:",
+                (f"POST /{api} HTTP/1.1\r\nHost: {self._authority}\r\n"
+                 f"Content-Type: application/x-protobuf\r\nx-ots-apiversion: {API_VERSION}\r\n"
+                 f"x-ots-accesskeyid: {self._id}\r\nx-ots-instancename: {self._instance}\r\n"),
+                (f"/{api}\nPOST\n\nx-ots-accesskeyid:{self._id}\nx-ots-apiversion:{API_VERSION}\n"
+                 "x-ots-contentmd5:"),
             )
         md5 = content_md5(body)
-        date = self._clock.now()
+        date = self._clock.now()[0]
         signature = self._hmac.sign(
             f"{fixed[1]}{md5}\nx-ots-date:{date}\nx-ots-instancename:{self._instance}\n")
         head = (f"{fixed[0]}Content-Length: {len(body)}\r\nx-ots-date: {date}\r\n"
@@ -357,10 +312,8 @@ class Transport:
     def _check_signature(self, api: str, headers: dict[str, str]) -> None:
         """``Authorization: OTS <id>:<signature>`` over the response's x-ots-* headers
         (``auth.sign_response``)."""
-        signed = sorted(f"{k}:{v}" for k, v in headers.items()
-                        if k.startswith("x-ots-") and k not in SIGNATURE_HEADERS)
-        signed.append("/" + api)
-        expected = f"OTS {self._id}:{self._hmac.sign(_NL.join(signed))}"
+        signature = self._hmac.sign(f"{canonical_headers(headers)}\n/{api}")
+        expected = f"OTS {self._id}:{signature}"
         if headers.get("authorization", "") != expected:
             raise WidetableError(f"{api}: the response is not signed by the server holding "
                                  "this access key", errs.INTERNAL_SERVER_ERROR)

@@ -33,6 +33,7 @@ import time
 import tomllib
 from binascii import b2a_base64
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from functools import lru_cache
 from pathlib import Path
 
@@ -82,6 +83,28 @@ class Hmac:
 @lru_cache(maxsize=256)
 def hmac_of(key: bytes, algo: str) -> Hmac:
     return Hmac(key, algo)
+
+
+class DateClock:
+    """The time of a request or answer: ``(x-ots-date value, HTTP Date value)`` for now,
+    UTC, ``x-ots-date`` with milliseconds. Both are formatted once a second; safe to
+    share between threads (one tuple holds a second and its texts)."""
+
+    __slots__ = ("_second",)
+
+    def __init__(self) -> None:
+        self._second: tuple[int, str, str] = (-1, "", "")
+
+    def now(self) -> tuple[str, str]:
+        t = time.time()
+        second = int(t)
+        cached = self._second
+        if cached[0] != second:
+            cached = self._second = (
+                second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)),
+                formatdate(second, usegmt=True),
+            )
+        return f"{cached[1]}.{int((t - second) * 1000):03d}Z", cached[2]
 
 
 def canonical_headers(headers: dict[str, str]) -> str:

@@ -39,10 +39,8 @@ import asyncio
 import itertools
 import logging
 import os
-import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
 
@@ -51,7 +49,7 @@ from google.protobuf.message import DecodeError
 from ..db import Database
 from ..errors import WidetableError
 from . import batch, rows, tables, txn
-from .auth import KeyStore, Verified, content_md5
+from .auth import DateClock, KeyStore, Verified, content_md5
 from .errors import (
     METHOD_NOT_ALLOWED,
     REQUEST_TOO_LARGE,
@@ -129,28 +127,6 @@ def pooled(api: str, request, size: int, transactions_open: bool = False) -> boo
     return api == "GetRange" and not 0 < request.limit <= INLINE_RANGE_LIMIT
 
 
-class Clock:
-    """Response dates, formatted once a second: ``x-ots-date`` (with milliseconds)
-    and the HTTP ``Date`` header line."""
-
-    __slots__ = ("_date_line", "_ots_prefix", "_second")
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._ots_prefix = ""
-        self._date_line = ""
-
-    def now(self) -> tuple[str, str]:
-        """``(x-ots-date value, "Date: ...\\r\\n")`` for this instant."""
-        now = time.time()
-        second = int(now)
-        if second != self._second:
-            self._ots_prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
-            self._date_line = f"Date: {formatdate(second, usegmt=True)}\r\n"
-            self._second = second
-        return f"{self._ots_prefix}{int((now - second) * 1000):03d}Z", self._date_line
-
-
 class TablestoreService:
     """Answers each framed request of every connection. Runs on the loop thread; only
     :meth:`_execute` runs on pool threads."""
@@ -166,7 +142,7 @@ class TablestoreService:
         self.draining = False
         self.jobs = 0  # requests on the pool, not answered yet
         self.loop: asyncio.AbstractEventLoop | None = None  # set before the first request
-        self._clock = Clock()
+        self._clock = DateClock()
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex() + "-"
 
@@ -244,7 +220,7 @@ class TablestoreService:
         """Status line, headers (signed if ``verified``) and body, in one write."""
         md5 = content_md5(body)
         request_id = f"{self._id_prefix}{next(self._ids):012x}"
-        date, date_line = self._clock.now()
+        date, http_date = self._clock.now()
         if verified is None:
             authorization = ""
         else:
@@ -255,7 +231,7 @@ class TablestoreService:
         close = close or self.draining
         status_line = _STATUS_LINES.get(status) or f"HTTP/1.1 {status} Unknown\r\n"
         head = (f"{status_line}x-ots-contentmd5: {md5}\r\nx-ots-requestid: {request_id}\r\n"
-                f"x-ots-date: {date}\r\n{_FIXED_HEADERS}{authorization}{date_line}"
+                f"x-ots-date: {date}\r\n{_FIXED_HEADERS}{authorization}Date: {http_date}\r\n"
                 f"{_BODY_HEADERS}{len(body)}\r\n{_CLOSE if close else ''}\r\n")
         if self.access_log:
             line = f"{request.method} {request.target[:128]}" if request is not None else "-"
