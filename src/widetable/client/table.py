@@ -120,10 +120,7 @@ class RemoteTable:
         """Read one row, or None (see :meth:`widetable.Table.get_row`)."""
         key = convert.encode_key(self._names, self._pk_values(pk))
         req = pb.GetRowRequest(table_name=self.name, primary_key=key)
-        if columns is None and max_versions is None and time_range is None and filter is None:
-            req.max_versions = 1  # what fill_read sets for no options
-        else:
-            fill_read(req, columns, max_versions, time_range, filter)
+        fill_read(req, columns, max_versions, time_range, filter)
         if transaction_id:
             req.transaction_id = transaction_id
         data = pb.GetRowResponse.FromString(self._db._call("GetRow", req)).row
