@@ -46,14 +46,12 @@ def batch_get_row(db: Database, req) -> object:
                 result = results[index]
                 error = result.error
             if error is not None:
-                msg = pb.RowInBatchGetRowResponse(is_ok=False)
-                msg.error.CopyFrom(error_message(error))  # type: ignore[arg-type]
-                items.append(_framed(msg.SerializeToString()))
+                items.append(_error_row(_GOT, error))
             elif result.row is None:
-                items.append(_ok_row(1, 0, b""))
+                items.append(_ok_row(_GOT, 1, 0, b""))
             else:
                 data, size = convert.encode_result(names, result.row)
-                items.append(_ok_row(convert.capacity_units(size), 0, data))
+                items.append(_ok_row(_GOT, convert.capacity_units(size), 0, data))
         resp.tables.add(table_name=t.table_name).MergeFromString(b"".join(items))
     return resp
 
@@ -78,28 +76,36 @@ def _keys(db: Database, name: str, buffers) -> list:
 
 # Row results are framed by hand (convert.framed: TableIn*Response.rows is field 2) and
 # merged into their table's message in one upb call.
-_OK_ROWS: dict[tuple[int, int], bytes] = {}
+_GOT, _WROTE = pb.RowInBatchGetRowResponse, pb.RowInBatchWriteRowResponse
+_OK_ROWS: dict[tuple[type, int, int], bytes] = {}
 
 
-def _framed(row: bytes) -> bytes:
-    return convert.framed(2, row)
+def _error_row(cls: type, error: WidetableError) -> bytes:
+    """A framed failed row result of ``cls`` (a BatchGetRow or BatchWriteRow row)."""
+    msg = cls(is_ok=False)
+    msg.error.CopyFrom(error_message(error))  # type: ignore[arg-type]
+    return convert.framed(2, msg.SerializeToString())
 
 
-def _ok_row(read: int, write: int, data: bytes | None = None) -> bytes:
-    """A framed ``is_ok`` row result with its capacity units (and a row, when ``data``
-    is not None: BatchGetRow always sends one, BatchWriteRow only a returned row)."""
-    if data is None:
-        hit = _OK_ROWS.get((read, write))
-        if hit is None:
-            msg = pb.RowInBatchWriteRowResponse(is_ok=True)
-            msg.consumed.capacity_unit.read = read
-            msg.consumed.capacity_unit.write = write
-            hit = _OK_ROWS[(read, write)] = _framed(msg.SerializeToString())
-        return hit
-    msg = pb.RowInBatchGetRowResponse(is_ok=True, row=data)
+def _ok_row(cls: type, read: int, write: int, data: bytes | None = None) -> bytes:
+    """A framed ``is_ok`` row result of ``cls`` with its capacity units, and ``data`` as its
+    row unless None (BatchGetRow always sends one, even empty; BatchWriteRow only a
+    returned row). Results without a row are made once per (class, read, write)."""
+    if data is not None:
+        return _ok_message(cls, read, write, data)
+    hit = _OK_ROWS.get((cls, read, write))
+    if hit is None:
+        hit = _OK_ROWS[(cls, read, write)] = _ok_message(cls, read, write, None)
+    return hit
+
+
+def _ok_message(cls: type, read: int, write: int, data: bytes | None) -> bytes:
+    msg = cls(is_ok=True)
+    if data is not None:
+        msg.row = data
     msg.consumed.capacity_unit.read = read
     msg.consumed.capacity_unit.write = write
-    return _framed(msg.SerializeToString())
+    return convert.framed(2, msg.SerializeToString())
 
 
 def _payload(op: str, row: plainbuffer.PlainRow) -> object:
@@ -157,7 +163,7 @@ def _read_rows(db: Database, req) -> tuple[list, list]:
                 if plain is not None and plain[0] == names:
                     # (table, "put", key, {name: value}): the library's bulk path takes it whole
                     requests.append((name, op, plain[1], plain[2]))
-                    rows.append(_ok_row(0, convert.capacity_units(plain[3])))
+                    rows.append(_ok_row(_WROTE, 0, convert.capacity_units(plain[3])))
                     continue
             row = _Row(name, cond, ret)
             rows.append(row)
@@ -198,9 +204,7 @@ def batch_write_row(db: Database, req) -> object:
                 outcome = next(outcomes)
                 error = outcome[1] if in_txn else outcome.error
             if error is not None:
-                msg = pb.RowInBatchWriteRowResponse(is_ok=False)
-                msg.error.CopyFrom(error_message(error))  # type: ignore[arg-type]
-                items.append(_framed(msg.SerializeToString()))
+                items.append(_error_row(_WROTE, error))
             elif type(row) is bytes:
                 items.append(row)
             else:
@@ -214,12 +218,7 @@ def _written(db: Database, row: _Row, result: WriteResult) -> bytes:
     table = db._tables[row.table]
     read, write = write_cu(table, result.primary_key, row.cells, row.cond)
     data = returned_row(table, row.ret, result) if row.ret is not None else b""
-    if not data:
-        return _ok_row(read, write)
-    msg = pb.RowInBatchWriteRowResponse(is_ok=True, row=data)
-    msg.consumed.capacity_unit.read = read
-    msg.consumed.capacity_unit.write = write
-    return _framed(msg.SerializeToString())
+    return _ok_row(_WROTE, read, write, data or None)
 
 
 def _in_transaction(db: Database, transaction_id: str, requests: list) -> list:
