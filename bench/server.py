@@ -77,6 +77,23 @@ def _run(threads: int, seconds: float, op, server: int | None = None) -> tuple[f
     return ops / elapsed, here / ops * 1e6, served / ops * 1e6
 
 
+def _operations(db, name: str, records: int, rows: list) -> dict:
+    """The measured operations on ``db`` (a store or a connection): GetRow of a random
+    one of ``records`` rows (each thread with its own table object), and BatchWriteRow
+    of one of the first ten 200-row batches of ``rows``."""
+    local = threading.local()
+
+    def get(rng) -> None:
+        t = getattr(local, "t", None)
+        if t is None:
+            t = local.t = db.table(name)
+        t.get_row((f"user{rng.randrange(records):010d}",))
+
+    batches = [[(name, "put", (k,), c) for k, c in rows[j:j + 200]] for j in range(0, 2000, 200)]
+    return {"GetRow": get,
+            "BatchWriteRow(200)": lambda rng: db.batch_write_row(batches[rng.randrange(10)])}
+
+
 def _measure(db, name: str, records: int, threads: int, seconds: float,
              server: int | None = None) -> dict[str, tuple[float, float, float]]:
     """Per operation: op/s, and CPU µs per op here and in process ``server``."""
@@ -84,40 +101,17 @@ def _measure(db, name: str, records: int, threads: int, seconds: float,
     rows = [_row(i) for i in range(records)]
     for i in range(0, records, 200):
         db.batch_write_row([(name, "put", (k,), c) for k, c in rows[i:i + 200]])
-    local = threading.local()
-
-    def table():
-        t = getattr(local, "t", None)
-        if t is None:
-            t = local.t = db.table(name)
-        return t
-
-    get = _run(threads, seconds,
-               lambda rng: table().get_row((f"user{rng.randrange(records):010d}",)), server)
-    batch = [[(name, "put", (k,), c) for k, c in rows[j:j + 200]] for j in range(0, 2000, 200)]
-    write = _run(threads, seconds,
-                 lambda rng: db.batch_write_row(batch[rng.randrange(len(batch))]), server)
-    return {"GetRow": get, "BatchWriteRow(200)": write}
+    return {label: _run(threads, seconds, op, server)
+            for label, op in _operations(db, name, records, rows).items()}
 
 
 def _client_process(endpoint: str, name: str, records: int, threads: int, seconds: float,
-                    op: str) -> float:
-    """Operations per second of one client process (``op``: "get" or "write")."""
+                    label: str) -> float:
+    """Operations per second of one client process running operation ``label``."""
     remote = widetable.connect(endpoint, access_key_id=KEY_ID, access_key_secret=SECRET)
     try:
-        if op == "get":
-            local = threading.local()
-
-            def get(rng):
-                t = getattr(local, "t", None)
-                if t is None:
-                    t = local.t = remote.table(name)
-                t.get_row((f"user{rng.randrange(records):010d}",))
-
-            return _run(threads, seconds, get)[0]
-        rows = [_row(i) for i in range(2000)]
-        batch = [[(name, "put", (k,), c) for k, c in rows[j:j + 200]] for j in range(0, 2000, 200)]
-        return _run(threads, seconds, lambda rng: remote.batch_write_row(batch[rng.randrange(10)]))[0]
+        op = _operations(remote, name, records, [_row(i) for i in range(2000)])[label]
+        return _run(threads, seconds, op)[0]
     finally:
         remote.close()
 
@@ -129,8 +123,8 @@ def _measure_processes(endpoint: str, name: str, records: int, threads: int, sec
     per = max(1, threads // processes)
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
         out = {}
-        for label, op in (("GetRow", "get"), ("BatchWriteRow(200)", "write")):
-            args = [(endpoint, name, records, per, seconds, op)] * processes
+        for label in ("GetRow", "BatchWriteRow(200)"):
+            args = [(endpoint, name, records, per, seconds, label)] * processes
             out[label] = sum(pool.starmap(_client_process, args))
     return out
 
