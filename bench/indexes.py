@@ -11,6 +11,10 @@ RocksDB, in one process and interleaved rounds (medians reported):
   in the in-memory tail (``ceiling_put_global``: the global ratio if applying
   cost nothing), and on a table with a stream and no index, the change record
   alone (``ceiling_put_log``);
+* where a put's time goes (``put_row_us``, not targets): the base put, what the
+  change record adds (log - none), what the tail and the index's hooks add
+  (paused - log), what the running applier takes from the writer (global - paused),
+  and the applier's own CPU time per record applied;
 * the global index's apply lag (commit to applied, per record) while one
   writer puts at half the measured global peak rate (target: p99 < 100 ms);
 * a full range read over the index against one over a base table of the
@@ -49,11 +53,12 @@ def _row(i: int) -> tuple[tuple, dict]:
     return (f"u{i % 997:04d}", i), {"status": f"s{i % 50:02d}", "total": i, "note": "x" * 24}
 
 
-def write_round(mode: str, rows: int) -> tuple[float, float, float, float]:
+def write_round(mode: str, rows: int) -> tuple[float, float, float, float, float]:
     """put_row and batch rates while writing, and both counting the wait until the
     global index has applied every record (the sustained cost: the applier defers
     to busy writers while its lag is under ``MAX_DEFER`` of index/global_.py, so a
-    burst ends with some records still to apply)."""
+    burst ends with some records still to apply); last, the applier's CPU µs per
+    record over the put_row phase and its drain (0 without a running applier)."""
     db = _open(mode)
     t = db.table("t")
     items = [_row(i) for i in range(rows)]
@@ -64,6 +69,8 @@ def write_round(mode: str, rows: int) -> tuple[float, float, float, float]:
     put_s = time.perf_counter() - t0
     wait()
     put_drained = time.perf_counter() - t0
+    ix = db._indexer
+    apply_us = ix.cpu_s / ix.applied * 1e6 if ix.applied else 0.0
     batches = [[("t", "put", (pk[0], pk[1] + rows), cols) for pk, cols in items[j:j + 200]]
                for j in range(0, rows, 200)]
     t0 = time.perf_counter()
@@ -73,7 +80,7 @@ def write_round(mode: str, rows: int) -> tuple[float, float, float, float]:
     wait()
     batch_drained = time.perf_counter() - t0
     db.close()
-    return rows / put_s, rows / batch_s, rows / put_drained, rows / batch_drained
+    return rows / put_s, rows / batch_s, rows / put_drained, rows / batch_drained, apply_us
 
 
 def lag_round(rate: float, seconds: float) -> dict:
@@ -132,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.rounds):
         for mode in rates:
             rates[mode].append(write_round(mode, args.rows))
-    med = {m: tuple(statistics.median(x[i] for x in v) for i in range(4)) for m, v in rates.items()}
+    med = {m: tuple(statistics.median(x[i] for x in v) for i in range(5)) for m, v in rates.items()}
+    us = {m: 1e6 / v[0] for m, v in med.items()}
     lag = lag_round(med["global"][0] / 2, args.lag_seconds)
     reads = [read_round(args.rows) for _ in range(args.rounds)]
     base_read = statistics.median(r[0] for r in reads)
@@ -153,6 +161,13 @@ def main(argv: list[str] | None = None) -> int:
             "ceiling_put_log": med["log"][0] / med["none"][0],
             "ceiling_batch_log": med["log"][1] / med["none"][1],
             "index_read": index_read / base_read,
+        },
+        "put_row_us": {
+            "base": round(us["none"], 2),
+            "change_record": round(us["log"] - us["none"], 2),
+            "tail_and_hooks": round(us["paused"] - us["log"], 2),
+            "applier_share": round(us["global"] - us["paused"], 2),
+            "applier_cpu_per_record": round(med["global"][4], 2),
         },
         "global_lag_at_half_peak": lag,
         "range_read_rows_per_s": {"base": round(base_read), "index": round(index_read)},

@@ -1,7 +1,8 @@
 """Fixtures: one ``widetable serve`` per session, the official SDK and widetable.connect on it.
 
 ``remote_db`` is a RemoteDatabase on the session server, emptied after each
-test. Behaviour tests of tests/table re-run here through it: ``db`` is
+test, once with data calls over widetable's own protocol and once over
+Tablestore's. Behaviour tests of tests/table re-run here through it: ``db`` is
 overridden, so the shared ``table`` fixture makes remote tables.
 """
 
@@ -23,10 +24,11 @@ def server(tmp_path_factory):
     served.stop()
 
 
-@pytest.fixture
-def remote_db(server):
+@pytest.fixture(params=["native", "tablestore"])
+def remote_db(request, server):
+    """widetable.connect with data calls over widetable's own protocol, or over Tablestore's."""
     db = widetable.connect(server.endpoint, access_key_id=serving.ACCESS_KEY_ID,
-                           access_key_secret=serving.ACCESS_KEY_SECRET)
+                           access_key_secret=serving.ACCESS_KEY_SECRET, protocol=request.param)
     try:
         yield db
     finally:

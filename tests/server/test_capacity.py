@@ -83,10 +83,12 @@ def test_sdk_burst_is_throttled_and_retried(tight) -> None:
         client(tight, DefaultRetryPolicy()).delete_table("hot")
 
 
-def test_connect_retrier_gets_through(tight) -> None:
+@pytest.mark.parametrize("protocol", ["native", "tablestore"])
+def test_connect_retrier_gets_through(tight, protocol) -> None:
     retrier = Retrier(max_attempts=40, base_delay=0.01, max_delay=0.5)
     db = widetable.connect(tight.endpoint, access_key_id=serving.ACCESS_KEY_ID,
-                           access_key_secret=serving.ACCESS_KEY_SECRET, retrier=retrier)
+                           access_key_secret=serving.ACCESS_KEY_SECRET, retrier=retrier,
+                           protocol=protocol)
     try:
         t = db.create_table("hot2", PK)
         with ThreadPoolExecutor(8) as pool:
@@ -135,3 +137,24 @@ def test_capacity_applies_to_existing_tables_at_start(tmp_path) -> None:
     served.stop()
     with widetable.open(str(data)) as local:
         assert local.describe_table("old").options.capacity == 123
+
+
+@pytest.mark.parametrize("protocol", ["native", "tablestore"])
+def test_connect_resends_the_throttled_rows_of_a_batch(tight, protocol) -> None:
+    """A batch over the partition's capacity comes back with some rows OTSServerBusy;
+    widetable.connect sends those rows again, with backoff, until all are written."""
+    retrier = Retrier(max_attempts=60, base_delay=0.02, max_delay=0.5)
+    db = widetable.connect(tight.endpoint, access_key_id=serving.ACCESS_KEY_ID,
+                           access_key_secret=serving.ACCESS_KEY_SECRET, retrier=retrier,
+                           protocol=protocol)
+    try:
+        db.create_table("hot3", PK)
+        for start in (0, 100):  # 2 batches of 100 rows against 50 operations per second
+            results = db.batch_write_row([("hot3", "put", ("k", start + i), {"v": i})
+                                          for i in range(100)])
+            assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
+        assert retrier.retries > 0 and retrier.gave_up == 0
+        assert len(list(db.table("hot3").scan())) == 200
+    finally:
+        db.delete_table("hot3")
+        db.close()

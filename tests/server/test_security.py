@@ -14,6 +14,7 @@ import time
 import pytest
 
 import widetable
+from widetable.server import convert
 from widetable.server.auth import DateClock, content_md5, hmac_of
 from widetable.server.proto import pb
 
@@ -64,6 +65,11 @@ def test_malformed_bodies_write_nothing(server) -> None:
         req.condition.row_existence = 0
         status, err = post(server, "PutRow", req.SerializeToString())
         assert status == 400 and "PlainBuffer" in err.message
+        bad_filter = pb.Filter(type=1, filter=b"\xff\xff").SerializeToString()  # inner bytes
+        req = pb.GetRowRequest(table_name="fz", primary_key=convert.encode_key(("k",), ("a",)),
+                               max_versions=1, filter=bad_filter)
+        status, err = post(server, "GetRow", req.SerializeToString())
+        assert status == 400 and "malformed filter" in err.message
         assert t.get_range(("",), (widetable.INF_MAX,)).rows == []
     finally:
         db.delete_table("fz")

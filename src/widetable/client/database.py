@@ -1,4 +1,10 @@
-"""``widetable.connect``: a remote Database with the embedded API, over Tablestore's protocol."""
+"""``widetable.connect``: a remote Database with the embedded API.
+
+Data calls (row reads and writes, ranges, batches) go over widetable's own
+protocol (``native.py``) when the server speaks it; the catalog, indexes,
+transactions' start and end, and every call against a server without it go
+over Tablestore's protocol.
+"""
 
 from __future__ import annotations
 
@@ -26,30 +32,58 @@ from ..table.row import BatchGetResult, BatchWriteResult, WriteResult
 from ..table.schema import AUTO_INCREMENT, DEFAULT_MAX_TIME_DEVIATION, TableOptions, TableSchema
 from ..table.transaction import DEFAULT_TIMEOUT
 from ..table.values import MAX_REQUEST_BYTES
+from .native import NativeChannel, Unsendable
 from .table import RT_AFTER_MODIFY, RT_PK, RemoteTable, RemoteTransaction, fill_read, read_row
 from .transport import Transport, error_of
 
 PUT, UPDATE, DELETE = (enum_value("OperationType", n) for n in ("PUT", "UPDATE", "DELETE"))
 _OPS = {"put": PUT, "update": UPDATE, "delete": DELETE}
+PROTOCOLS = ("auto", "native", "tablestore")
 
 
 class RemoteDatabase:
     """A widetable (or Tablestore) server, used like :class:`widetable.Database`. Thread-safe."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, protocol: str = "auto") -> None:
+        """``protocol``: ``"auto"`` (widetable's own for data calls if the server speaks it,
+        else Tablestore's), ``"native"`` (widetable's own, or OTSUnsupportOperation) or
+        ``"tablestore"`` (Tablestore's for everything)."""
+        if protocol not in PROTOCOLS:
+            raise ParameterInvalid(f"protocol must be one of {', '.join(PROTOCOLS)}, "
+                                   f"got {describe(protocol)}")
         self._transport = transport
         self._tables: dict[str, RemoteTable] = {}
         self._lock = threading.Lock()
         self.endpoint = transport.endpoint
         self._closed = False
+        self._native: NativeChannel | None = None
+        if protocol != "tablestore":
+            self._native = NativeChannel(transport, self._no_native if protocol == "auto" else None)
+
+    def _no_native(self) -> None:
+        self._native = None
+
+    @property
+    def protocol(self) -> str:
+        """``"native"`` while data calls go over widetable's own protocol, else ``"tablestore"``."""
+        return "tablestore" if self._native is None else "native"
 
     def _call(self, api: str, request) -> bytes:
         if self._closed:
             raise ParameterInvalid("the connection is closed")
         return self._transport.call(api, request)
 
+    def _live_native(self) -> NativeChannel | None:
+        """The native channel for a data call, if there is one (and the connection is open)."""
+        if self._closed:
+            raise ParameterInvalid("the connection is closed")
+        return self._native
+
     def close(self) -> None:
         self._closed = True
+        native = self._native
+        if native is not None:
+            native.close()
         self._transport.close()
 
     def __enter__(self) -> Self:
@@ -185,6 +219,12 @@ class RemoteDatabase:
 
     def batch_get_row(self, requests: list) -> list[BatchGetResult]:
         """Up to 100 rows across tables; one result per request, in order."""
+        native = self._live_native()
+        if native is not None:
+            try:
+                return native.batch_get_row(requests)
+            except Unsendable:
+                pass
         requests = _check_count(requests, MAX_BATCH_GET, "batch_get_row")
         req = pb.BatchGetRowRequest()
         groups: dict[tuple, object] = {}
@@ -233,7 +273,20 @@ class RemoteDatabase:
         return results
 
     def batch_write_row(self, requests: list, transaction_id: str | None = None) -> list[BatchWriteResult]:
-        """Up to 200 rows (4 MB) across tables; one result per row. Not atomic across rows."""
+        """Up to 200 rows (4 MB) across tables; one result per row. Not atomic across rows.
+        Rows throttled (``OTSServerBusy``) are sent again with backoff, as single calls are."""
+        if not isinstance(requests, (list, tuple)):
+            return self._batch_write_once(requests, transaction_id)  # refused as it is
+        return self._transport.retrier.rows(
+            lambda rows: self._batch_write_once(rows, transaction_id), requests)
+
+    def _batch_write_once(self, requests: list, transaction_id: str | None) -> list[BatchWriteResult]:
+        native = self._live_native()
+        if native is not None:
+            try:
+                return native.batch_write_row(requests, transaction_id)
+            except Unsendable:
+                pass
         requests = _check_count(requests, MAX_BATCH_WRITE, "batch_write_row")
         tables: dict[str, list[bytes]] = {}  # table -> its rows: framed messages, in parts
         results: list[BatchWriteResult] = []
@@ -403,18 +456,22 @@ def _description(meta, options, throughput, index_metas=()) -> TableDescription:
 
 def connect(endpoint: str, access_key_id: str, access_key_secret: str,
             instance: str = "widetable", timeout: float = 30.0, retrier: Retrier | None = None,
-            ssl_context: ssl.SSLContext | None = None) -> RemoteDatabase:
+            ssl_context: ssl.SSLContext | None = None, protocol: str = "auto") -> RemoteDatabase:
     """A widetable server at ``endpoint`` (``http://host:port``), used like a local Database.
 
     Requests are signed with the access key; throttling errors are retried with
-    backoff (``retrier``). No request is made until the first call.
+    backoff (``retrier``). No request is made until the first call. ``protocol``:
+    ``"auto"`` sends data calls over widetable's own protocol when the server
+    speaks it (a widetable server does; the Tablestore service does not) and
+    everything else over Tablestore's; ``"native"`` insists on widetable's own;
+    ``"tablestore"`` uses Tablestore's for everything.
     """
     if not isinstance(access_key_id, str) or not access_key_id:
         raise ParameterInvalid("access_key_id must be a non-empty string")
     if not isinstance(access_key_secret, str) or not access_key_secret:
         raise ParameterInvalid("access_key_secret must be a non-empty string")
     return RemoteDatabase(Transport(endpoint, access_key_id, access_key_secret, instance, timeout,
-                                    retrier, ssl_context))
+                                    retrier, ssl_context), protocol)
 
 
 __all__ = ["RemoteDatabase", "WriteResult", "connect"]

@@ -1,8 +1,10 @@
-"""Remote tables and transactions: the embedded Table API over Tablestore's protocol.
+"""Remote tables and transactions: the embedded Table API over the network.
 
 Every call is one request (``scan`` one per page) and returns the library's
 own result objects; errors are the library's WidetableError classes with the
-server's codes.
+server's codes. A call goes over widetable's own protocol when the connection
+has it (``native.py``: the server runs the embedded method itself), else over
+Tablestore's, encoded here.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..table.filters import as_condition
 from ..table.row import RangeResult, Row, WriteResult
 from ..table.schema import TableSchema
 from ..table.table import SCAN_PAGE_ROWS, Table, _check_direction, follow_pages, full_range
+from .native import Unsendable
 
 if TYPE_CHECKING:
     from .database import RemoteDatabase
@@ -118,6 +121,15 @@ class RemoteTable:
                 time_range: object = None, filter: object = None,
                 transaction_id: str | None = None) -> Row | None:
         """Read one row, or None (see :meth:`widetable.Table.get_row`)."""
+        native = self._db._live_native()
+        if native is not None:
+            if type(pk) is list:  # a list of values or of (name, value): a tuple travels
+                pk = self.normalize_pk(pk)
+            try:
+                return native.get_row(self.name, pk, columns, max_versions, time_range, filter,
+                                      transaction_id)
+            except Unsendable:
+                pass
         key = convert.encode_key(self._names, self._pk_values(pk))
         req = pb.GetRowRequest(table_name=self.name, primary_key=key)
         fill_read(req, columns, max_versions, time_range, filter)
@@ -131,6 +143,13 @@ class RemoteTable:
                   max_versions: int | None = None, time_range: object = None,
                   filter: object = None, transaction_id: str | None = None) -> RangeResult:
         """One page of ``[start, end)`` (see :meth:`widetable.Table.get_range`)."""
+        native = self._db._live_native()
+        if native is not None and type(start) is not list and type(end) is not list:
+            try:
+                return native.get_range(self.name, start, end, direction, limit, columns,
+                                        max_versions, time_range, filter, transaction_id)
+            except Unsendable:
+                pass
         reverse = _check_direction(direction)
         pad = codec.INF_MAX if reverse else codec.INF_MIN
         if limit is not None and (type(limit) is not int or limit <= 0):
@@ -176,6 +195,14 @@ class RemoteTable:
     def put_row(self, pk: object, columns: object = None, condition: object = None,
                 transaction_id: str | None = None) -> WriteResult:
         """Write a whole row (see :meth:`widetable.Table.put_row`)."""
+        native = self._db._live_native()
+        if native is not None:
+            if type(pk) is list:  # a list of values or of (name, value): a tuple travels
+                pk = self.normalize_pk(pk)
+            try:
+                return native.put_row(self.name, pk, columns, condition, transaction_id)
+            except Unsendable:
+                pass
         values = self._pk_values(pk)
         req = pb.PutRowRequest(table_name=self.name,
                                row=convert.encode_put(self._names, values, columns))
@@ -191,6 +218,15 @@ class RemoteTable:
                    delete_column: object = None, increment: object = None,
                    condition: object = None, transaction_id: str | None = None) -> WriteResult:
         """Change some columns of a row (see :meth:`widetable.Table.update_row`)."""
+        native = self._db._live_native()
+        if native is not None:
+            if type(pk) is list:  # a list of values or of (name, value): a tuple travels
+                pk = self.normalize_pk(pk)
+            try:
+                return native.update_row(self.name, pk, put, delete_version, delete_column,
+                                         increment, condition, transaction_id)
+            except Unsendable:
+                pass
         values, cells = self._pk_cells(pk)
         changes = convert.update_cells(put, delete_version, delete_column, increment)
         if not changes:
@@ -208,6 +244,14 @@ class RemoteTable:
     def delete_row(self, pk: object, condition: object = None,
                    transaction_id: str | None = None) -> WriteResult:
         """Delete a row (see :meth:`widetable.Table.delete_row`)."""
+        native = self._db._live_native()
+        if native is not None:
+            if type(pk) is list:  # a list of values or of (name, value): a tuple travels
+                pk = self.normalize_pk(pk)
+            try:
+                return native.delete_row(self.name, pk, condition, transaction_id)
+            except Unsendable:
+                pass
         values = self._pk_values(pk)
         req = pb.DeleteRowRequest(table_name=self.name,
                                   primary_key=convert.encode_key(self._names, values, True))

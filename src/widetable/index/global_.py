@@ -103,6 +103,10 @@ class Indexer:
         self._thread: threading.Thread | None = None
         self._last_trim = time.monotonic()
         self.lags: deque[int] = deque(maxlen=200_000)  # ms from commit to apply, per record
+        # CPU seconds the applying passes took, and the records they applied: what applying
+        # costs per record (bench.indexes reports it; on a GIL build writers pay most of it)
+        self.cpu_s = 0.0
+        self.applied = 0
         self.error: BaseException | None = None
         self._busy = 0  # busy probes in a row (see _defer)
 
@@ -148,7 +152,11 @@ class Indexer:
                 while not self._stop.is_set():
                     if self._defer():
                         continue
-                    if not self.run_once():
+                    cpu = time.thread_time()
+                    n = self.run_once()
+                    self.cpu_s += time.thread_time() - cpu
+                    self.applied += n
+                    if not n:
                         break
                 if time.monotonic() - self._last_trim >= TRIM_INTERVAL:
                     self._last_trim = time.monotonic()

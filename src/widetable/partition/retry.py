@@ -72,7 +72,12 @@ class Retrier:
 
     def batch_write_row(self, db: Any, requests: list) -> list:
         """``db.batch_write_row`` that resends the rows throttled, until none are or attempts run out."""
-        results = db.batch_write_row(requests)
+        return self.rows(db.batch_write_row, requests)
+
+    def rows(self, write: Callable[[list], list], requests: list) -> list:
+        """``write(requests)`` (a batch: one result per row, each with ``error``), resending
+        the rows throttled until none are or attempts run out."""
+        results = write(requests)
         for attempt in range(self.max_attempts - 1):
             again = [i for i, r in enumerate(results) if r.error is not None and r.error.code in RETRYABLE]
             if not again:
@@ -80,7 +85,7 @@ class Retrier:
             with self._lock:
                 self.retries += len(again)
             self._sleep(self.delay(attempt))
-            for i, r in zip(again, db.batch_write_row([requests[i] for i in again])):
+            for i, r in zip(again, write([requests[i] for i in again])):
                 results[i] = r
         return results
 

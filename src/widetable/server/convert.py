@@ -15,6 +15,8 @@ row has a known shape, whose size is then its CU size already, else through
 
 from __future__ import annotations
 
+from google.protobuf.message import DecodeError
+
 from ..errors import NotSupported, ParameterInvalid, describe
 from ..keys.codec import INF_MAX, INF_MIN
 from ..table.filters import (
@@ -340,8 +342,16 @@ def put_cells(columns) -> list[Cell]:
 # -- filters and conditions -------------------------------------------------------
 
 
-def decode_filter(data: bytes, allow_pagination: bool = True, depth: int = 0) -> object:
-    """A serialized ``Filter`` message as a library Filter or ColumnPagination."""
+def decode_filter(data: bytes, allow_pagination: bool = True) -> object:
+    """A serialized ``Filter`` message as a library Filter or ColumnPagination;
+    OTSParameterInvalid if it, or a filter inside it, is not one."""
+    try:
+        return _decode_filter(data, allow_pagination, 0)
+    except DecodeError as exc:
+        raise ParameterInvalid(f"malformed filter: {exc}") from None
+
+
+def _decode_filter(data: bytes, allow_pagination: bool, depth: int) -> object:
     if depth > MAX_FILTER_DEPTH:
         raise ParameterInvalid(f"filter nests deeper than {MAX_FILTER_DEPTH} levels")
     msg = pb.Filter.FromString(data)
@@ -362,7 +372,7 @@ def decode_filter(data: bytes, allow_pagination: bool = True, depth: int = 0) ->
         if logic is None:
             raise ParameterInvalid(f"unknown logical operator {f.combinator}")
         subs = tuple(
-            decode_filter(sub.SerializeToString(), False, depth + 1) for sub in f.sub_filters
+            _decode_filter(sub.SerializeToString(), False, depth + 1) for sub in f.sub_filters
         )
         return CompositeFilter(logic, subs)  # type: ignore[arg-type]
     if msg.type == FT_PAGINATION:

@@ -127,34 +127,24 @@ def body_length(headers: dict[str, str], limit: int) -> int:
     return length
 
 
-class Connection(asyncio.Protocol):
-    """One client connection: frames requests, hands them to the service, writes answers."""
+class FramedConnection(asyncio.Protocol):
+    """What a connection shares with any protocol it speaks (HTTP here, widetable's own
+    in ``native.py``): its receive buffer, back pressure, the ``busy`` / ``last_active``
+    / ``idle`` / ``close`` that the server's idle sweep and drain use, and the loop
+    that frames and hands on buffered requests one at a time (``_take``)."""
 
-    def __init__(self, service: Service, connections: set[Connection], max_body: int) -> None:
+    def __init__(self, service: Service, connections: set) -> None:
         self.service = service
         self.connections = connections
-        self.max_body = max_body
         self.transport: asyncio.Transport | None = None
         self.peer = ""
         self.last_active = time.monotonic()
         self.busy = False  # a request is being served; its answer is not written yet
         self.closing = False
         self._buffer: bytes | bytearray = b""
-        self._pending: tuple[Request, int, int] | None = None  # a head whose body is arriving
-        self._tls = False
-        self._eof = False
         self._pumping = False
         self._write_paused = False
         self._read_paused = False
-
-    # -- asyncio callbacks -------------------------------------------------------------
-
-    def connection_made(self, transport) -> None:  # type: ignore[override]
-        self.transport = transport
-        self._tls = transport.get_extra_info("sslcontext") is not None
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
@@ -177,12 +167,6 @@ class Connection(asyncio.Protocol):
         else:
             self._pump()
 
-    def eof_received(self) -> bool | None:
-        if self.busy and not self._tls:  # TLS cannot stay half-open
-            self._eof = True
-            return True  # keep the transport open to write the answer; close after it
-        return None
-
     def pause_writing(self) -> None:
         self._write_paused = True
         self._pause_reading()
@@ -192,8 +176,6 @@ class Connection(asyncio.Protocol):
         if not self.busy:
             self._pump()
 
-    # -- requests ---------------------------------------------------------------------
-
     def _pump(self) -> None:
         """Frame and hand on buffered requests, one at a time, while nothing is in flight."""
         if self._pumping:
@@ -201,22 +183,75 @@ class Connection(asyncio.Protocol):
         self._pumping = True
         try:
             while self._buffer and not (self.busy or self.closing or self._write_paused):
-                try:
-                    request = self._next()
-                except BadRequest as error:
-                    self.busy = True
-                    self._buffer = b""
-                    self.service.reject(self, error)
-                    return
-                if request is None:
+                if not self._take():
                     break
-                self.busy = True
-                self.service.handle(self, request)
         finally:
             self._pumping = False
         if self._read_paused and not (self.busy or self._write_paused or self.closing):
             self._read_paused = False
             self.transport.resume_reading()  # type: ignore[union-attr]
+
+    def _take(self) -> bool:
+        """Frame the next buffered request and hand it on; False to wait for more bytes
+        (or after refusing the connection)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close after the written answers go out."""
+        self.closing = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def idle(self) -> bool:
+        """No request is being served or partly received."""
+        return not (self.busy or self._buffer)
+
+    def _pause_reading(self) -> None:
+        if not self._read_paused and not self.closing:
+            self._read_paused = True
+            self.transport.pause_reading()  # type: ignore[union-attr]
+
+
+class Connection(FramedConnection):
+    """One client connection: frames HTTP requests, hands them to the service, writes answers."""
+
+    def __init__(self, service: Service, connections: set[Connection], max_body: int) -> None:
+        super().__init__(service, connections)
+        self.max_body = max_body
+        self._pending: tuple[Request, int, int] | None = None  # a head whose body is arriving
+        self._tls = False
+        self._eof = False
+
+    # -- asyncio callbacks -------------------------------------------------------------
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        self._tls = transport.get_extra_info("sslcontext") is not None
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.connections.add(self)
+
+    def eof_received(self) -> bool | None:
+        if self.busy and not self._tls:  # TLS cannot stay half-open
+            self._eof = True
+            return True  # keep the transport open to write the answer; close after it
+        return None
+
+    # -- requests ---------------------------------------------------------------------
+
+    def _take(self) -> bool:
+        try:
+            request = self._next()
+        except BadRequest as error:
+            self.busy = True
+            self._buffer = b""
+            self.service.reject(self, error)
+            return False
+        if request is None:
+            return False
+        self.busy = True
+        self.service.handle(self, request)
+        return True
 
     def _next(self) -> Request | None:
         """The next whole request in the buffer, or None until more bytes arrive."""
@@ -261,17 +296,12 @@ class Connection(asyncio.Protocol):
         if not self._pumping:
             self._pump()
 
-    def close(self) -> None:
-        """Close after the written answers go out."""
-        self.closing = True
-        if self.transport is not None:
-            self.transport.close()
-
-    def idle(self) -> bool:
-        """No request is being served or partly received."""
-        return not (self.busy or self._buffer)
-
-    def _pause_reading(self) -> None:
-        if not self._read_paused and not self.closing:
-            self._read_paused = True
-            self.transport.pause_reading()  # type: ignore[union-attr]
+    def hand_off(self, answer: bytes) -> bytes | bytearray:
+        """Write ``answer`` (a ``101 Switching Protocols``) and stop framing HTTP: the
+        caller gives the transport another protocol. Returns the bytes received
+        after the upgrade request, which belong to that protocol."""
+        self.last_active = time.monotonic()
+        self.transport.write(answer)  # type: ignore[union-attr]
+        self.busy = True  # for good: nothing more is framed here
+        leftover, self._buffer = self._buffer, b""
+        return leftover

@@ -48,7 +48,7 @@ from google.protobuf.message import DecodeError
 
 from ..db import Database
 from ..errors import WidetableError
-from . import batch, rows, tables, txn
+from . import batch, native, rows, tables, txn
 from .auth import DateClock, KeyStore, Verified, content_md5
 from .errors import (
     METHOD_NOT_ALLOWED,
@@ -86,6 +86,7 @@ HANDLERS: dict[str, tuple[str, Callable]] = {
     "AbortTransaction": ("AbortTransactionRequest", txn.abort_transaction),
 }
 _REQUEST_CLASSES: dict[str, Any] = {api: message(name) for api, (name, _) in HANDLERS.items()}
+UPGRADE_TO_NATIVE = object()  # what decode() gives for the upgrade to widetable's own protocol
 
 # APIs of the service that widetable does not serve yet: a clear error, not a 404.
 LATER = {
@@ -169,6 +170,8 @@ class TablestoreService:
             log.exception("internal error checking %s", api[:64])
             body = error_body("OTSInternalServerError", f"internal error: {exc}")
             return self._answer(conn, request, 500, api, body, verified, close)
+        if message is UPGRADE_TO_NATIVE:
+            return self._upgrade(conn, request, verified, close)
         if pooled(api, message, len(request.body), self.db.transactions_open()):
             self._submit(conn, request, api, message, verified, close)
         else:
@@ -218,7 +221,15 @@ class TablestoreService:
     def _answer(self, conn: Connection, request: Request | None, status: int, api: str,
                 body: bytes, verified: Verified | None, close: bool) -> None:
         """Status line, headers (signed if ``verified``) and body, in one write."""
-        md5 = content_md5(body)
+        close = close or self.draining
+        head = (f"{self._head(status, api, content_md5(body), verified)}"
+                f"{_BODY_HEADERS}{len(body)}\r\n{_CLOSE if close else ''}\r\n")
+        if self.access_log:
+            self._log(conn, request, status, len(body))
+        conn.respond(head.encode("latin-1") + body, close)
+
+    def _head(self, status: int, api: str, md5: str, verified: Verified | None) -> str:
+        """The status line and the x-ots-* headers (with ``Authorization`` if ``verified``)."""
         request_id = f"{self._id_prefix}{next(self._ids):012x}"
         date, http_date = self._clock.now()
         if verified is None:
@@ -228,15 +239,28 @@ class TablestoreService:
                 f"x-ots-contentmd5:{md5}\nx-ots-contenttype:protocol buffer\n"
                 f"x-ots-date:{date}\nx-ots-requestid:{request_id}\n/{api}")
             authorization = f"Authorization: OTS {verified.access_key_id}:{signature}\r\n"
-        close = close or self.draining
         status_line = _STATUS_LINES.get(status) or f"HTTP/1.1 {status} Unknown\r\n"
-        head = (f"{status_line}x-ots-contentmd5: {md5}\r\nx-ots-requestid: {request_id}\r\n"
-                f"x-ots-date: {date}\r\n{_FIXED_HEADERS}{authorization}Date: {http_date}\r\n"
-                f"{_BODY_HEADERS}{len(body)}\r\n{_CLOSE if close else ''}\r\n")
+        return (f"{status_line}x-ots-contentmd5: {md5}\r\nx-ots-requestid: {request_id}\r\n"
+                f"x-ots-date: {date}\r\n{_FIXED_HEADERS}{authorization}Date: {http_date}\r\n")
+
+    def _upgrade(self, conn: Connection, request: Request, verified: Verified, close: bool) -> None:
+        """Answer a signed ``POST /WidetableNative`` with ``101`` and switch the connection
+        to widetable's own protocol (``native.py``)."""
+        if request.headers.get("upgrade", "").lower() != native.UPGRADE or close or self.draining:
+            body = error_body("OTSParameterInvalid",
+                              f"{native.API} switches protocols: send it with "
+                              f"'Upgrade: {native.UPGRADE}' and 'Connection: Upgrade'")
+            return self._answer(conn, request, 400, native.API, body, verified, close)
+        head = (f"{self._head(101, native.API, content_md5(b''), verified)}"
+                f"Upgrade: {native.UPGRADE}\r\nConnection: Upgrade\r\n\r\n")
         if self.access_log:
-            line = f"{request.method} {request.target[:128]}" if request is not None else "-"
-            log.info('%s "%s" %d %d', conn.peer, line, status, len(body))
-        conn.respond(head.encode("latin-1") + body, close)
+            self._log(conn, request, 101, 0)
+        native.switch(conn, self, conn.hand_off(head.encode("latin-1")))
+
+    @staticmethod
+    def _log(conn: Connection, request: Request | None, status: int, size: int) -> None:
+        line = f"{request.method} {request.target[:128]}" if request is not None else "-"
+        log.info('%s "%s" %d %d', conn.peer, line, status, size)
 
 
 def decode(api: str, body: bytes):
@@ -244,6 +268,10 @@ def decode(api: str, body: bytes):
     OTSParameterInvalid if there is no such API or the body is not one."""
     cls = _REQUEST_CLASSES.get(api)
     if cls is None:
+        if api == native.API:
+            if body:
+                raise WidetableError(f"{api} has no body", "OTSParameterInvalid")
+            return UPGRADE_TO_NATIVE
         if api in LATER:
             raise WidetableError(f"{api} is not supported yet: widetable does not serve "
                                  f"{LATER[api]}", UNSUPPORTED_OPERATION)

@@ -70,6 +70,25 @@ def _unrecorded(part: object, key: bytes, new_len: int, old_len: int | None) -> 
 _unpack = rowcodec.unpack
 
 
+def _stored_page(items: Iterator[tuple[bytes, bytes]], max_rows: int,
+                 part: object) -> tuple[list[bytes], tuple | None]:
+    """The stored rows of a page read without options (every row read is returned: one
+    budget counts rows read and kept), and the next start key if the page is full."""
+    blobs: list[bytes] = []
+    append = blobs.append
+    nbytes = count = 0
+    next_pk = None
+    for key, blob in items:
+        if count >= max_rows or nbytes >= MAX_RANGE_BYTES:
+            next_pk = codec.decode_tuple(key, _KEY_OFFSET)
+            break
+        count += 1
+        nbytes += len(blob)
+        append(blob)
+    part.bytes_read += nbytes  # type: ignore[attr-defined]
+    return blobs, next_pk
+
+
 class Table:
     """Rows of one table, sorted by primary key. Get one with ``db.table(name)``."""
 
@@ -186,15 +205,9 @@ class Table:
         select versions; ``columns`` projects; ``filter`` is a Filter or a
         ColumnPagination.
         """
-        if type(pk) is tuple and not self._unusable:
-            key = self._prefix + self._encode(pk)
-        else:
-            key = self._key(pk)[1]
-        part = self._route_read(key)
-        blob = self._get(key)
+        blob = self.stored_row(pk)
         if blob is None:
             return None
-        part.bytes_read += len(blob)
         if (
             self._plain_reads and columns is None and max_versions is None
             and time_range is None and filter is None
@@ -203,6 +216,26 @@ class Table:
             return Row(row[1], row[2], row[3])
         reader = self.reader(columns, max_versions, time_range, filter)
         return reader(_unpack(blob))
+
+    def stored_row(self, pk: object) -> bytes | None:
+        """The row's stored bytes (``rowcodec``'s layout), read and counted as ``get_row``
+        reads it, or None. On a table without TTL (``plain_reads``), a read without
+        options returns exactly its pk, latest values and timestamps: the server sends
+        these bytes as they are."""
+        if type(pk) is tuple and not self._unusable:
+            key = self._prefix + self._encode(pk)
+        else:
+            key = self._key(pk)[1]
+        part = self._route_read(key)
+        blob = self._get(key)
+        if blob is not None:
+            part.bytes_read += len(blob)
+        return blob
+
+    @property
+    def plain_reads(self) -> bool:
+        """Whether a read without options returns stored rows as they are (no TTL to apply)."""
+        return self._plain_reads
 
     def get_range(
         self,
@@ -222,34 +255,17 @@ class Table:
         and a short tuple is padded with them. One call returns at most 5000
         rows or 4 MB; ``next_start_primary_key`` then says where to go on.
         """
-        if self._unusable:
-            self._check_open()
-        reverse = _check_direction(direction)
-        if limit is not None and (type(limit) is not int or limit <= 0):
-            raise ParameterInvalid(f"limit must be a positive integer, got {describe(limit)}")
-        lo, hi = self._range_bounds(start, end, reverse)
+        lo, hi, reverse, max_rows = self._range_of(start, end, direction, limit)
         reader = self.reader(columns, max_versions, time_range, filter)
         part = self._route_read(hi if reverse else lo)
-        max_rows = MAX_RANGE_ROWS if limit is None else min(limit, MAX_RANGE_ROWS)
+        items = self._engine.scan(lo, hi, reverse)
+        if reader is plain_row:
+            blobs, next_pk = _stored_page(items, max_rows, part)
+            return RangeResult([Row(r[1], r[2], r[3]) for r in map(_unpack, blobs)], next_pk)
         rows: list[Row] = []
         append = rows.append
         next_pk = None
         unpack = _unpack
-        items = self._engine.scan(lo, hi, reverse)
-        if reader is plain_row:
-            # Every stored row is returned: one budget counts rows read and rows kept.
-            nbytes = count = 0
-            unpackb = _unpack
-            for key, blob in items:
-                if count >= max_rows or nbytes >= MAX_RANGE_BYTES:
-                    next_pk = codec.decode_tuple(key, _KEY_OFFSET)
-                    break
-                count += 1
-                nbytes += len(blob)
-                r = unpackb(blob)
-                append(Row(r[1], r[2], r[3]))
-            part.bytes_read += nbytes
-            return RangeResult(rows, next_pk)
         scanned = nbytes = 0
         for key, blob in items:
             if scanned >= MAX_RANGE_ROWS or nbytes >= MAX_RANGE_BYTES or len(rows) >= max_rows:
@@ -262,6 +278,26 @@ class Table:
                 append(row)
         part.bytes_read += nbytes
         return RangeResult(rows, next_pk)
+
+    def stored_range(self, start: object, end: object, direction: str = "forward",
+                     limit: int | None = None) -> tuple[list[bytes], tuple | None]:
+        """One page of ``get_range`` without read options, as the rows' stored bytes and the
+        next start key; read and counted as ``get_range`` reads it. Only on a table with
+        ``plain_reads`` are these the rows such a read returns."""
+        lo, hi, reverse, max_rows = self._range_of(start, end, direction, limit)
+        part = self._route_read(hi if reverse else lo)
+        return _stored_page(self._engine.scan(lo, hi, reverse), max_rows, part)
+
+    def _range_of(self, start: object, end: object, direction: str,
+                  limit: int | None) -> tuple[bytes, bytes, bool, int]:
+        """``(low key, high key, backward, rows at most)`` of a page request, checked."""
+        if self._unusable:
+            self._check_open()
+        reverse = _check_direction(direction)
+        if limit is not None and (type(limit) is not int or limit <= 0):
+            raise ParameterInvalid(f"limit must be a positive integer, got {describe(limit)}")
+        lo, hi = self._range_bounds(start, end, reverse)
+        return lo, hi, reverse, MAX_RANGE_ROWS if limit is None else min(limit, MAX_RANGE_ROWS)
 
     def scan(
         self,

@@ -1,0 +1,287 @@
+"""The client side of widetable's own protocol (``server/native.py``), for ``widetable.connect``.
+
+Each thread has its own connection, upgraded once with a signed request; a
+data call is then one frame out and one frame back. :class:`NativeChannel`
+raises :class:`Unsendable` for a call it cannot carry (a value MessagePack has
+no type for, a filter or condition that is not one): the caller then sends it
+over Tablestore's protocol, whose checks name what is wrong. A server that
+refuses the upgrade (the Tablestore service) turns the channel off for good,
+through ``on_refused``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import errors as errs
+from ..errors import NotSupported, WidetableError
+from ..partition.retry import RETRYABLE
+from ..server import convert
+from ..server.native import (
+    API,
+    BATCH_GET_ROW,
+    BATCH_WRITE_ROW,
+    DELETE_ROW,
+    GET_RANGE,
+    GET_ROW,
+    HEADER,
+    MAX_FRAME,
+    PUT_ROW,
+    UPDATE_ROW,
+    UPGRADE,
+    pack,
+    read_answer,
+)
+from ..server.proto import pb
+from ..table.filters import as_condition
+from ..table.row import BatchGetResult, BatchWriteResult, RangeResult, Row, WriteResult
+from .transport import (
+    _RECV,
+    ThreadConnections,
+    Transport,
+    _Closed,
+    _Connection,
+    _Protocol,
+    error_of,
+)
+
+# Codes with which a server says it does not know the upgrade's API.
+_NOT_SERVED = frozenset({"OTSUnsupportOperation", "OTSInvalidAPI"})
+_UPGRADE_HEADERS = f"Upgrade: {UPGRADE}\r\nConnection: Upgrade\r\n".encode()
+MAX_ANSWER = 4 * MAX_FRAME  # bytes of one answer (a range page is at most 4 MB of rows)
+
+
+class Unsendable(Exception):
+    """This call cannot travel over the native protocol; send it over Tablestore's."""
+
+
+def _filter(f: object) -> bytes | None:
+    if f is None:
+        return None
+    if not convert.is_filter(f):
+        raise Unsendable("not a filter")
+    return convert.encode_filter(f)
+
+
+def _condition(condition: object) -> bytes | None:
+    try:
+        condition = as_condition(condition)
+    except WidetableError:
+        raise Unsendable("not a condition") from None
+    if condition is None:
+        return None
+    msg = pb.Condition()
+    convert.encode_condition(msg, condition)
+    return msg.SerializeToString()
+
+
+def _plain_item(item: object, key: int) -> None:
+    """A batch item travels if its table is a name and its key (``item[key]``) not a
+    list (MessagePack would not tell a list from a tuple); else Tablestore's path
+    handles it."""
+    if not isinstance(item, (list, tuple)) or len(item) <= key:
+        return  # the server rejects it as the embedded store does
+    if type(item[0]) is not str or type(item[key]) is list:
+        raise Unsendable("a batch item to send over Tablestore's protocol")
+
+
+def _row(row: list | None) -> Row | None:
+    """A row of an answer: ``[pk, columns, timestamps, versions]``, or a stored row
+    (``[FORMAT, pk, latest, timestamps, history]``, whose history a read without
+    options does not return)."""
+    if row is None:
+        return None
+    if len(row) == 5:
+        return Row(tuple(row[1]), row[2], row[3])
+    return Row(tuple(row[0]), row[1], row[2], row[3])
+
+
+def _written(result: list) -> WriteResult:
+    pk, increments = result
+    return WriteResult(tuple(pk)) if increments is None else WriteResult(tuple(pk), increments)
+
+
+def _error(error: tuple | None) -> WidetableError | None:
+    return None if error is None else error_of(*error)
+
+
+class NativeChannel:
+    """Data calls over upgraded connections, one per thread; throttling errors are retried."""
+
+    def __init__(self, transport: Transport, on_refused: Callable[[], None] | None) -> None:
+        """``on_refused``: called once if the server refuses the upgrade (None: raise
+        ``OTSUnsupportOperation`` instead)."""
+        self._transport = transport
+        self._on_refused = on_refused
+        self._retrier = transport.retrier
+        self._conns = ThreadConnections()
+
+    # -- the calls -------------------------------------------------------------------
+
+    def get_row(self, table, pk, columns, max_versions, time_range, filter, txn) -> Row | None:
+        return _row(self.call((GET_ROW, table, pk, columns, max_versions, time_range,
+                               _filter(filter), txn)))
+
+    def get_range(self, table, start, end, direction, limit, columns, max_versions, time_range,
+                  filter, txn) -> RangeResult:
+        rows, nxt = self.call((GET_RANGE, table, start, end, direction, limit, columns,
+                               max_versions, time_range, _filter(filter), txn))
+        return RangeResult(list(map(_row, rows)), None if nxt is None else tuple(nxt))
+
+    def put_row(self, table, pk, columns, condition, txn) -> WriteResult:
+        return _written(self.call((PUT_ROW, table, pk, columns, _condition(condition), txn)))
+
+    def update_row(self, table, pk, put, delete_version, delete_column, increment, condition,
+                   txn) -> WriteResult:
+        return _written(self.call((UPDATE_ROW, table, pk, put, delete_version, delete_column,
+                                   increment, _condition(condition), txn)))
+
+    def delete_row(self, table, pk, condition, txn) -> WriteResult:
+        return _written(self.call((DELETE_ROW, table, pk, _condition(condition), txn)))
+
+    def batch_get_row(self, requests: object) -> list[BatchGetResult]:
+        if not isinstance(requests, (list, tuple)):
+            raise Unsendable("not a list")
+        items = []
+        for item in requests:
+            _plain_item(item, 1)
+            if (isinstance(item, (list, tuple)) and len(item) == 3 and isinstance(item[2], dict)
+                    and item[2].get("filter") is not None):
+                opts = dict(item[2])
+                opts["filter"] = _filter(opts["filter"])
+                item = (item[0], item[1], opts)
+            items.append(item)
+        return [BatchGetResult(table, tuple(pk), _row(row), _error(error))
+                for table, pk, row, error in self.call((BATCH_GET_ROW, items))]
+
+    def batch_write_row(self, requests: object, txn: str | None) -> list[BatchWriteResult]:
+        if not isinstance(requests, (list, tuple)):
+            raise Unsendable("not a list")
+        items = []
+        for item in requests:
+            _plain_item(item, 2)
+            if isinstance(item, (list, tuple)) and len(item) == 5 and item[4] is not None:
+                item = (*item[:4], _condition(item[4]))
+            items.append(item)
+        out = []
+        for table, op, pk, incs, error in self.call((BATCH_WRITE_ROW, items, txn)):
+            pk = tuple(pk)
+            out.append(BatchWriteResult(table, op, pk, None if incs is None else WriteResult(pk, incs),
+                                        _error(error)))
+        return out
+
+    # -- frames ----------------------------------------------------------------------
+
+    def call(self, request: tuple) -> object:
+        """Send one call, return its result or raise its error."""
+        try:
+            payload = pack(request)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise Unsendable(str(exc)) from None
+        if len(payload) > MAX_FRAME:
+            raise Unsendable("over the frame limit")  # Tablestore's path names the limit
+        data = HEADER.pack(len(payload)) + payload
+        try:
+            return self._send(data)
+        except WidetableError as exc:
+            if exc.code not in RETRYABLE:
+                raise
+        return self._retrier.call(self._send, data)  # throttled: again, with backoff
+
+    def _send(self, data: bytes) -> object:
+        conn = self._conns.get()
+        reused = conn is not None and conn.sock is not None
+        if not reused:
+            conn = self._connect()
+        try:
+            conn.sock.sendall(data)  # type: ignore[union-attr]
+            answer = _read_frame(conn)
+        except (_Closed, ConnectionResetError, BrokenPipeError):
+            self._conns.drop(conn)
+            if not reused:  # a fresh connection closed at once: not a stale one
+                raise WidetableError(f"the server at {self._transport.endpoint} closed the "
+                                     "connection", errs.INTERNAL_SERVER_ERROR) from None
+            return self._send(data)  # the server had closed it while idle: a fresh one
+        except _Protocol as exc:
+            self._conns.drop(conn)
+            raise WidetableError(f"the server at {self._transport.endpoint} broke widetable's "
+                                 f"protocol: {exc}", errs.INTERNAL_SERVER_ERROR) from None
+        except OSError as exc:
+            self._conns.drop(conn)
+            raise WidetableError(f"cannot reach {self._transport.endpoint}: {exc}",
+                                 errs.INTERNAL_SERVER_ERROR) from None
+        if answer[0] == 0:
+            return answer[1]
+        raise error_of(answer[1], answer[2])
+
+    def _connect(self) -> _Connection:
+        """A new connection for this thread, upgraded."""
+        t = self._transport
+        conn = _Connection(t._host, t._port, t._timeout, t._ssl, t._authority)
+        head = t._request(API, b"")  # signed now: the date is part of the signature
+        line = head.index(b"\r\n") + 2
+        upgrade = head[:line] + _UPGRADE_HEADERS + head[line:]
+        try:
+            status, reason, got, body = conn.exchange(upgrade)
+        except (_Closed, _Protocol, OSError) as exc:
+            conn.close()
+            raise WidetableError(f"cannot reach {t.endpoint}: {exc}",
+                                 errs.INTERNAL_SERVER_ERROR) from None
+        if status != 101:
+            conn.close()
+            self._refused(status, reason, body)
+        t._check_signature(API, got)
+        self._conns.keep(conn)
+        return conn
+
+    def _refused(self, status: int, reason: str, body: bytes) -> None:
+        try:
+            error = pb.Error.FromString(body)
+            code, message = error.code, error.message
+        except Exception:  # noqa: BLE001 - any undecodable body is the same refusal
+            code, message = "", f"HTTP {status} {reason}"
+        if code and code not in _NOT_SERVED and status != 404:
+            raise error_of(code, message)  # e.g. OTSAuthFailed: the same on every path
+        if self._on_refused is None:
+            raise NotSupported(f"the server at {self._transport.endpoint} does not speak "
+                               f"widetable's own protocol: {message}")
+        self._on_refused()
+        raise Unsendable("the server does not speak widetable's own protocol")
+
+    def close(self) -> None:
+        self._conns.close()
+
+
+def _read_frame(conn: _Connection) -> list:
+    """The next answer on ``conn``. Usually it arrives whole in one ``recv``; a large one
+    is read on into one buffer of its size."""
+    buf = conn._buf
+    sock = conn.sock
+    if not buf:
+        data = sock.recv(_RECV)  # type: ignore[union-attr]
+        if not data:
+            raise _Closed
+        if len(data) >= 4 and HEADER.unpack_from(data)[0] + 4 == len(data):
+            return read_answer(memoryview(data)[4:])
+        buf += data
+    while len(buf) < 4:
+        if not conn._more():
+            raise _Protocol("the answer ended inside its frame")
+    size = HEADER.unpack_from(buf)[0] + 4
+    if size > MAX_ANSWER + 4:
+        raise _Protocol(f"an answer of {size} bytes is over the frame limit")
+    if len(buf) >= size:
+        data = bytes(buf[4:size])
+        del buf[:size]
+        return read_answer(data)
+    whole = bytearray(size)  # every byte buffered belongs to this answer
+    have = len(buf)
+    whole[:have] = buf
+    buf.clear()
+    view = memoryview(whole)
+    while have < size:
+        got = sock.recv_into(view[have:])  # type: ignore[union-attr]
+        if not got:
+            raise _Protocol("the answer ended inside its frame")
+        have += got
+    return read_answer(view[4:])

@@ -1,0 +1,310 @@
+"""widetable's own protocol (server/native.py, client/native.py) on a real loopback socket:
+the signed upgrade, frames in order, malformed and oversized frames, idle connections,
+concurrent clients, and the client's fall-back to Tablestore's protocol."""
+
+from __future__ import annotations
+
+import random
+import socket
+import struct
+import threading
+import time
+
+import msgpack
+import pytest
+
+import widetable
+from widetable import INF_MAX, INF_MIN
+from widetable.errors import NotSupported, ParameterInvalid
+from widetable.server import native
+from widetable.server.proto import pb
+
+from . import serving
+from .test_http import IDLE, LIST, Reader, request, start
+
+
+@pytest.fixture
+def served(tmp_path):
+    db = widetable.open(str(tmp_path / "d"), purge_interval=None)
+    db.create_table("t", [("k", "STRING"), ("n", "INTEGER")])
+    server = start(db, idle_timeout=IDLE)
+    yield server
+    server.drain(5)
+
+
+def connect(server, **options):
+    return widetable.connect(server.endpoint, access_key_id=serving.ACCESS_KEY_ID,
+                             access_key_secret=serving.ACCESS_KEY_SECRET, **options)
+
+
+def upgrade_request(headers: dict | None = None, sign: bool = True, secret: str | None = None,
+                    upgrade: bool = True) -> bytes:
+    signed = serving.signed_headers(native.API, b"", headers, sign,
+                                    secret or serving.ACCESS_KEY_SECRET)
+    lines = "".join(f"{k}: {v}\r\n" for k, v in signed.items())
+    extra = f"Upgrade: {native.UPGRADE}\r\nConnection: Upgrade\r\n" if upgrade else ""
+    return (f"POST /{native.API} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n{lines}{extra}"
+            "\r\n").encode("latin-1")
+
+
+def upgraded(server) -> tuple[socket.socket, Reader]:
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    reader = Reader(sock)
+    sock.sendall(upgrade_request())
+    status, headers, _ = reader.response()
+    assert status == 101, status
+    assert headers["upgrade"] == native.UPGRADE
+    assert headers["authorization"].startswith(f"OTS {serving.ACCESS_KEY_ID}:")
+    return sock, reader
+
+
+def call_frame(*request: object) -> bytes:
+    data = msgpack.packb(request, default=native.pack_default)
+    return struct.pack("<I", len(data)) + data
+
+
+def answer(reader: Reader) -> list:
+    while len(reader.buffer) < 4:
+        if not reader._fill():
+            raise ConnectionError("closed before an answer")
+    size = struct.unpack_from("<I", reader.buffer)[0]
+    while len(reader.buffer) < 4 + size:
+        if not reader._fill():
+            raise ConnectionError("closed inside an answer")
+    data, reader.buffer = reader.buffer[4:4 + size], reader.buffer[4 + size:]
+    return native.read_answer(data)
+
+
+def rows_of(server) -> list:
+    return [(r.primary_key, r.columns) for r in server.db.table("t").scan()]
+
+
+# -- the upgrade ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kind", "status", "code"), [
+    ("unsigned", 403, "OTSAuthFailed"),
+    ("wrong secret", 403, "OTSAuthFailed"),
+    ("no Upgrade header", 400, "OTSParameterInvalid"),
+])
+def test_the_upgrade_is_checked_like_any_request(served, kind, status, code) -> None:
+    raw = {"unsigned": upgrade_request(sign=False),
+           "wrong secret": upgrade_request(secret="not-the-secret"),
+           "no Upgrade header": upgrade_request(upgrade=False)}[kind]
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        reader = Reader(sock)
+        sock.sendall(raw)
+        got, _, body = reader.response()
+        assert (got, pb.Error.FromString(body).code) == (status, code)
+        if status == 400:  # the caller is known: the connection stays HTTP, keep-alive
+            sock.sendall(request("ListTable", LIST))
+            assert reader.response()[0] == 200
+
+
+def test_a_client_with_the_wrong_secret_gets_auth_failed(served) -> None:
+    db = widetable.connect(served.endpoint, access_key_id=serving.ACCESS_KEY_ID,
+                           access_key_secret="wrong", protocol="native")
+    with pytest.raises(widetable.WidetableError) as err:
+        db.batch_get_row([("t", ("a", 1))])  # no describe first: straight to the upgrade
+    assert err.value.code == "OTSAuthFailed"
+    db.close()
+
+
+def test_pipelined_frames_are_answered_in_order(served) -> None:
+    sock, reader = upgraded(served)
+    with sock:
+        sock.sendall(
+            call_frame(native.PUT_ROW, "t", ("a", 1), {"v": 1, "b": b"\x00\xff"}, None, None)
+            + call_frame(native.GET_ROW, "t", ("a", 1), None, None, None, None, None)
+            + call_frame(native.GET_ROW, "t", ("zz", 9), None, None, None, None, None)
+            + call_frame(native.GET_RANGE, "t", (INF_MIN, INF_MIN), (INF_MAX, INF_MAX),
+                         "forward", 10, None, None, None, None, None)
+            + call_frame(native.GET_ROW, "t", ("a", 1), ["v"], None, None, None, None))
+        assert answer(reader) == [0, [["a", 1], None]]
+        status, row = answer(reader)  # a read without options: the stored row, as it is
+        assert status == 0 and row[:3] == [1, ["a", 1], {"v": 1, "b": b"\x00\xff"}]
+        assert answer(reader) == [0, None]
+        status, (rows, nxt) = answer(reader)
+        assert status == 0 and [r[1] for r in rows] == [["a", 1]] and nxt is None
+        status, row = answer(reader)  # with options: [pk, columns, timestamps, versions]
+        assert status == 0 and row[:2] == [["a", 1], {"v": 1}] and type(row[2]) is int
+
+
+def test_errors_come_back_with_their_codes(served) -> None:
+    sock, reader = upgraded(served)
+    with sock:
+        sock.sendall(call_frame(native.GET_ROW, "missing", ("a", 1), None, None, None, None, None))
+        assert answer(reader)[:2] == [1, "OTSObjectNotExist"]
+        sock.sendall(call_frame(native.PUT_ROW, "t", ("a",), {"v": 1}, None, None))
+        assert answer(reader)[:2] == [1, "OTSInvalidPK"]  # a key of one column of two
+        assert rows_of(served) == []
+
+
+MALFORMED = [
+    b"",  # an empty frame
+    b"\xc1",  # a byte MessagePack never uses
+    b"\x93\x01",  # an array that ends early
+    msgpack.packb({"op": 1}),  # not an array
+    msgpack.packb([]),
+    msgpack.packb(["GetRow"]),  # the op is not a number
+    msgpack.packb([99, "t"]),  # no such op
+    msgpack.packb([native.GET_ROW, "t"]),  # too few arguments
+    msgpack.packb([native.PUT_ROW, "t", ["a", 1], {}, None, None, "extra"]),
+    msgpack.packb([native.GET_ROW, "t", msgpack.ExtType(7, b""), None, None, None, None, None]),
+    msgpack.packb([native.PUT_ROW, "t", ["a", 1], {"v": 1}, "not protobuf bytes", None]),
+    msgpack.packb([native.PUT_ROW, "t", ["a", 1], {"v": 1}, b"\xff\xff\xff", None]),
+    msgpack.packb([native.GET_ROW, "t", ["a", 1], None, None, None, b"\x08\x63", None]),
+    msgpack.packb([native.PUT_ROW, 5, ["a", 1], {"v": 1}, None, None]),
+    msgpack.packb([native.PUT_ROW, "t", ["a", 1], {"v": [1, 2]}, None, None]),
+    msgpack.packb([native.BATCH_WRITE_ROW, "not a list", None]),
+    msgpack.packb([native.BATCH_WRITE_ROW, [["t", "put"]], None]),
+    msgpack.packb([native.BATCH_GET_ROW, [["t", ["a", 1], {"filter": "x"}]]]),
+]
+
+
+REFUSALS = {"OTSParameterInvalid", "OTSInvalidPK", "OTSObjectNotExist"}  # never a 500
+
+
+def test_malformed_frames_are_answered_and_write_nothing(served) -> None:
+    sock, reader = upgraded(served)
+    rng = random.Random(7)
+    noise = [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40))) for _ in range(200)]
+    with sock:
+        for data in MALFORMED + noise:
+            sock.sendall(struct.pack("<I", len(data)) + data)
+            got = answer(reader)
+            assert got[0] == 1 and got[1] in REFUSALS, (data, got)
+        assert rows_of(served) == []
+        sock.sendall(call_frame(native.PUT_ROW, "t", ("ok", 1), {"v": 1}, None, None))
+        assert answer(reader)[0] == 0  # the connection still serves
+    assert rows_of(served) == [(("ok", 1), {"v": 1})]
+
+
+def test_an_oversized_frame_is_refused_and_the_connection_closed(served) -> None:
+    sock, reader = upgraded(served)
+    with sock:
+        sock.sendall(struct.pack("<I", native.MAX_FRAME + 1) + b"\x90")
+        got = answer(reader)
+        assert got[:2] == [1, "OTSParameterInvalid"] and "limit" in got[2]
+        assert reader.closed()
+
+
+# -- widetable.connect over it -----------------------------------------------------------
+
+
+def test_connect_uses_the_native_protocol_and_reconnects_after_idle_close(served) -> None:
+    db = connect(served)
+    t = db.table("t")
+    t.put_row(("a", 1), {"v": 1})
+    assert db.protocol == "native"
+    time.sleep(IDLE * 3)  # the server closes the idle connection
+    assert t.get_row(("a", 1))["v"] == 1  # a fresh connection, transparently
+    assert db.protocol == "native" and len(db._native._conns) == 1  # the stale one let go
+    db.close()
+
+
+def test_values_msgpack_cannot_carry_take_the_tablestore_path(served) -> None:
+    db = connect(served)
+    t = db.table("t")
+    with pytest.raises(ParameterInvalid, match="set"):
+        t.put_row(("a", 1), {"v": {1, 2}})
+    with pytest.raises(ParameterInvalid):
+        t.put_row(("a", 1), {"v": 2**70})
+    with pytest.raises(ParameterInvalid):
+        t.get_row(("a", 1), filter="not a filter")
+    assert db.protocol == "native" and rows_of(served) == []
+    db.close()
+
+
+def test_concurrent_increments_over_native_connections(served) -> None:
+    db = connect(served)
+    t = db.table("t")
+    t.put_row(("c", 0), {"count": 0})
+
+    def work() -> None:
+        for _ in range(50):
+            t.update_row(("c", 0), increment={"count": 1})
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert t.get_row(("c", 0))["count"] == 400
+    assert len(db._native._conns) == 9  # a connection per thread, and the main thread's
+    db.close()
+
+
+class RefusingProxy:
+    """A loopback TCP proxy to a server that answers the upgrade as a server without
+    widetable's protocol does (400 OTSUnsupportOperation) and passes everything else on."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        first = client.recv(65536)
+        if f"POST /{native.API} ".encode() in first:
+            body = pb.Error(code="OTSUnsupportOperation", message="unknown API").SerializeToString()
+            client.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: %d\r\n"
+                           b"Connection: close\r\n\r\n" % len(body) + body)
+            client.close()
+            return
+        upstream = socket.create_connection(("127.0.0.1", self.target))
+        upstream.sendall(first)
+
+        def pipe(src: socket.socket, dst: socket.socket) -> None:
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+        pipe(client, upstream)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_auto_falls_back_to_tablestore_when_the_upgrade_is_refused(served) -> None:
+    proxy = RefusingProxy(served.port)
+    try:
+        endpoint = f"http://127.0.0.1:{proxy.port}"
+        db = widetable.connect(endpoint, access_key_id=serving.ACCESS_KEY_ID,
+                               access_key_secret=serving.ACCESS_KEY_SECRET)
+        t = db.table("t")
+        t.put_row(("a", 1), {"v": 1})
+        assert db.protocol == "tablestore"
+        assert t.get_row(("a", 1))["v"] == 1
+        db.close()
+        strict = widetable.connect(endpoint, access_key_id=serving.ACCESS_KEY_ID,
+                                   access_key_secret=serving.ACCESS_KEY_SECRET, protocol="native")
+        with pytest.raises(NotSupported):
+            strict.table("t").get_row(("a", 1))
+        strict.close()
+    finally:
+        proxy.close()
+
+
+def test_unknown_protocol_is_refused() -> None:
+    with pytest.raises(ParameterInvalid, match="protocol"):
+        widetable.connect("http://127.0.0.1:1", access_key_id="a", access_key_secret="b",
+                          protocol="grpc")
