@@ -59,7 +59,7 @@ def upgraded(server) -> tuple[socket.socket, Reader]:
 
 
 def call_frame(*request: object) -> bytes:
-    data = msgpack.packb(request, default=native.pack_default)
+    data = msgpack.packb([native.wire_bound(a) for a in request])
     return struct.pack("<I", len(data)) + data
 
 
@@ -308,3 +308,36 @@ def test_unknown_protocol_is_refused() -> None:
     with pytest.raises(ParameterInvalid, match="protocol"):
         widetable.connect("http://127.0.0.1:1", access_key_id="a", access_key_secret="b",
                           protocol="grpc")
+
+
+def test_threads_packing_at_once_send_whole_frames(served) -> None:
+    """One Packer serves every thread: ranges with infinite bounds, values it refuses
+    (a set, sent over Tablestore's protocol instead) and plain rows, from 8 threads
+    at once, all come back right."""
+    db = connect(served)
+    t = db.table("t")
+    for i in range(20):
+        t.put_row(("r", i), {"v": i})
+    errors: list = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(60):
+                if i % 3 == 0:
+                    assert len(t.get_range(("r", INF_MIN), ("r", INF_MAX)).rows) == 20
+                elif i % 3 == 1:
+                    with pytest.raises(ParameterInvalid):
+                        t.put_row(("x", n), {"v": {1, 2}})
+                else:
+                    assert t.get_row(("r", i % 20))["v"] == i % 20
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert db.protocol == "native"
+    db.close()

@@ -31,6 +31,7 @@ from ..server.native import (
     UPGRADE,
     pack,
     read_answer,
+    wire_bound,
 )
 from ..server.proto import pb
 from ..table.filters import as_condition
@@ -124,8 +125,8 @@ class NativeChannel:
 
     def get_range(self, table, start, end, direction, limit, columns, max_versions, time_range,
                   filter, txn) -> RangeResult:
-        rows, nxt = self.call((GET_RANGE, table, start, end, direction, limit, columns,
-                               max_versions, time_range, _filter(filter), txn))
+        rows, nxt = self.call((GET_RANGE, table, wire_bound(start), wire_bound(end), direction,
+                               limit, columns, max_versions, time_range, _filter(filter), txn))
         return RangeResult(list(map(_row, rows)), None if nxt is None else tuple(nxt))
 
     def put_row(self, table, pk, columns, condition, txn) -> WriteResult:

@@ -78,13 +78,24 @@ INLINE_FRAME = 64 * 1024
 GET_ROW, GET_RANGE, PUT_ROW, UPDATE_ROW, DELETE_ROW, BATCH_GET_ROW, BATCH_WRITE_ROW = range(1, 8)
 
 
-def pack_default(obj: object) -> msgpack.ExtType:
-    """MessagePack for what it has no type of: the key infinities; anything else is refused."""
-    if obj is codec.INF_MIN:
-        return msgpack.ExtType(EXT_INF_MIN, b"")
-    if obj is codec.INF_MAX:
-        return msgpack.ExtType(EXT_INF_MAX, b"")
-    raise TypeError(f"cannot send {type(obj).__name__} values")
+_INF_EXT = (msgpack.ExtType(EXT_INF_MIN, b""), msgpack.ExtType(EXT_INF_MAX, b""))
+
+
+def _wire(value: object) -> object:
+    if value is codec.INF_MIN:
+        return _INF_EXT[0]
+    if value is codec.INF_MAX:
+        return _INF_EXT[1]
+    return value
+
+
+def wire_bound(bound: object) -> object:
+    """A range bound with its infinities as MessagePack extension types (1, 2)."""
+    if type(bound) is tuple:
+        return tuple(map(_wire, bound))
+    if type(bound) is dict:
+        return {k: _wire(v) for k, v in bound.items()}
+    return _wire(bound)
 
 
 def ext_hook(code: int, data: memoryview | bytes) -> object:
@@ -100,11 +111,14 @@ def unpack(data: bytes) -> Any:
     return msgpack.unpackb(data, use_list=False, ext_hook=ext_hook, strict_map_key=False)
 
 
-pack = msgpack.Packer(default=pack_default).pack
-"""A request's bytes. msgpack packs only MessagePack's own types (and the
-infinities): anything else fails here, in the client, and travels over
-Tablestore's protocol, whose checks name it. (msgspec would turn a UUID or a
-Decimal into a string the server then accepts.)"""
+pack = msgpack.Packer().pack
+"""A request's bytes. msgpack packs only MessagePack's own types (range bounds
+go through ``wire_bound`` first): anything else fails here, in the client, and
+travels over Tablestore's protocol, whose checks name it. (msgspec would turn a
+UUID or a Decimal into a string the server then accepts.) The Packer has no
+``default`` hook: packing then runs in C from start to end, so no other
+thread can run in the middle of it, and one Packer (and its buffer) serves
+every thread."""
 
 
 def _answer_hook(obj: object) -> msgspec.msgpack.Ext:
