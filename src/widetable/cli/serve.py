@@ -81,7 +81,8 @@ def serve(
 def _banner(server, path: str, store, generated: bool) -> None:
     key_id = store.ids[0]
     secret = store.secret(key_id) if generated else "<your secret>"
-    print(f"widetable serving {path} (Tablestore protocol)", flush=False)
+    print(f"widetable serving {path} (Tablestore protocol, and widetable's own for widetable.connect)",
+          flush=False)
     print(f"  endpoint:  {server.endpoint}")
     print(f"  instance:  {server.instance}")
     cap = server.capacity
