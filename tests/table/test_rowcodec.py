@@ -235,3 +235,33 @@ def test_trim_examples() -> None:
     assert columns == {"c": [(40, True)]}
     trim(columns, 1, 40)
     assert columns == {}
+
+
+# --- the one-version update path (table._put_latest) -----------------------------
+
+stored_rows = st.one_of(
+    st.none(),
+    st.dictionaries(column_names, st.tuples(timestamps, attribute_values), max_size=6).map(
+        lambda cols: [FORMAT, ["k"], {n: v for n, (_, v) in cols.items()},
+                      {n: t for n, (t, _) in cols.items()}, None]),
+    st.tuples(timestamps, st.dictionaries(column_names, attribute_values, max_size=6)).map(
+        lambda tc: [FORMAT, ["k"], tc[1], tc[0], None]),  # one shared timestamp
+)
+puts_lists = st.lists(st.tuples(column_names, attribute_values, timestamps), min_size=1,
+                      max_size=6)
+
+
+@given(stored_rows, puts_lists)
+def test_put_latest_is_the_general_merge_for_one_version(row, puts) -> None:
+    """update_row's shortcut for tables of one version without TTL gives the very bytes of
+    the general path (visible versions, merge, trim to one, encode), older, equal and
+    newer timestamps alike."""
+    from widetable.table.reader import visible_versions
+    from widetable.table.table import _put_latest
+
+    stored = None if row is None else unpack(msgpack.packb(row))
+    versions = visible_versions(stored, None, 1) if stored is not None else {}
+    for name, value, ts in puts:
+        merge_version(versions.setdefault(name, []), ts, value)
+    trim(versions, 1, None)
+    assert _put_latest(("k",), stored, puts) == encode_versions(("k",), versions)

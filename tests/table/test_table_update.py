@@ -299,3 +299,15 @@ def test_bad_condition_is_parameter_invalid(t, db) -> None:
     rejects(db, "OTSParameterInvalid", t.put_row, "k", {"a": 1}, condition="MAYBE",
             names=["MAYBE"])
     rejects(db, "OTSParameterInvalid", t.put_row, "k", {"a": 1}, condition=42, names=["42"])
+
+
+def test_one_version_table_keeps_the_newer_of_a_put_and_the_stored_value(table, now) -> None:
+    t1 = table(max_versions=1)
+    t1.put_row("k", {"a": (1, now), "b": (2, now)})
+    t1.update_row("k", put={"a": (10, now - 5), "b": (20, now), "c": (30, now - 9)})
+    row = t1.get_row("k")
+    assert row.columns == {"a": 1, "b": 20, "c": 30}  # older loses, equal replaces
+    assert row.timestamps == {"a": now, "b": now, "c": now - 9}
+    t1.update_row("k", put={"a": 11})  # now: newer
+    assert t1.get_row("k")["a"] == 11 and t1.get_row("k", max_versions=5).versions("a") == [
+        (11, t1.get_row("k").timestamps["a"])]

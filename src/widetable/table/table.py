@@ -89,6 +89,26 @@ def _stored_page(items: Iterator[tuple[bytes, bytes]], max_rows: int,
     return blobs, next_pk
 
 
+def _put_latest(pk: tuple, row: list | None, puts: list) -> bytes:
+    """The stored row after ``puts`` (``(name, value, ts)``), for a table that keeps one
+    version and has no TTL, from a stored row without history (or none): what the
+    general merge (visible versions, merge, trim, encode) gives, without building a
+    version list per column. A put older than the column's version loses to it."""
+    if row is None:
+        latest: dict = {}
+        stamps: dict = {}
+    else:
+        latest = dict(row[2])
+        shared = row[3]
+        stamps = dict.fromkeys(latest, shared) if type(shared) is int else dict(shared)
+    for name, value, ts in puts:
+        old = stamps.get(name)
+        if old is None or ts >= old:
+            latest[name] = value
+            stamps[name] = ts
+    return rowcodec.encode_latest(pk, latest, stamps)
+
+
 class Table:
     """Rows of one table, sorted by primary key. Get one with ``db.table(name)``."""
 
@@ -508,6 +528,14 @@ class Table:
             if cond is not None and cond.needs_row:
                 self._check_condition(values, blob, cond, now, row)
             cutoff = self._cutoff(now)
+            changes = self._changes
+            if (changes is None and cutoff is None and self._options.max_versions == 1
+                    and not (del_columns or del_versions or incs)
+                    and (row is None or row[4] is None)):
+                new = _put_latest(values, row, puts)
+                self._engine.put(key, new)
+                self._record_write(part, key, len(new), len(blob) if blob else 0)
+                return WriteResult(values)
             versions = (
                 visible_versions(row, cutoff, self._options.max_versions) if row is not None else {}
             )
@@ -521,7 +549,6 @@ class Table:
             results = self._apply_increments(versions, incs, now)
             rowcodec.trim(versions, self._options.max_versions, cutoff)
             new = rowcodec.encode_versions(values, versions) if versions else None
-            changes = self._changes
             if changes is not None:
                 changes.update(key, values, row, new, _changed_cells(
                     del_columns, del_versions, puts, results, versions, now))
