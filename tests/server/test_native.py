@@ -341,3 +341,24 @@ def test_threads_packing_at_once_send_whole_frames(served) -> None:
     assert errors == []
     assert db.protocol == "native"
     db.close()
+
+
+def test_small_ranges_and_single_rows_run_on_the_loop(served) -> None:
+    """The pool's handoff costs a thread wake-up: only calls that may wait or run long go
+    there, by the Tablestore service's rules."""
+    from widetable.server.native import pooled
+
+    def req(*args):
+        return native.check(msgpack.packb([native.wire_bound(a) for a in args]))
+
+    rng = (native.GET_RANGE, "t", ("a", INF_MIN), ("a", INF_MAX), "forward")
+    assert not pooled(req(*rng, 100, None, None, None, None, None), 100, False)
+    assert pooled(req(*rng, 101, None, None, None, None, None), 100, False)
+    assert pooled(req(*rng, None, None, None, None, None, None), 100, False)
+    assert pooled(req(*rng, 10, None, None, None, None, "txn-1"), 100, False)
+    get = req(native.GET_ROW, "t", ("a", 1), None, None, None, None, None)
+    assert not pooled(get, 100, False) and not pooled(get, 100, True)  # reads never wait
+    put = req(native.PUT_ROW, "t", ("a", 1), {"v": 1}, None, None)
+    assert not pooled(put, 100, False) and pooled(put, 100, True)  # a transaction is open
+    assert pooled(put, native.INLINE_FRAME + 1, False)
+    assert pooled(req(native.BATCH_GET_ROW, [["t", ["a", 1]]]), 100, False)

@@ -316,7 +316,7 @@ def pooled(request: tuple, size: int, transactions_open: bool) -> bool:
     if op in ROW_WRITES and transactions_open:
         return True
     if op == GET_RANGE:
-        limit = request[6]
+        limit = request[5]
         return not (type(limit) is int and 0 < limit <= INLINE_RANGE_LIMIT)
     return False
 
