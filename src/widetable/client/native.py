@@ -120,8 +120,10 @@ class NativeChannel:
     # -- the calls -------------------------------------------------------------------
 
     def get_row(self, table, pk, columns, max_versions, time_range, filter, txn) -> Row | None:
-        return _row(self.call((GET_ROW, table, pk, columns, max_versions, time_range,
-                               _filter(filter), txn)))
+        if filter is not None:
+            filter = _filter(filter)
+        return _row(self.call((GET_ROW, table, pk, columns, max_versions, time_range, filter,
+                               txn)))
 
     def get_range(self, table, start, end, direction, limit, columns, max_versions, time_range,
                   filter, txn) -> RangeResult:

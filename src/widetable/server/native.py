@@ -274,11 +274,16 @@ TRANSACTION_ARG = {GET_ROW: 7, GET_RANGE: 10, PUT_ROW: 5, UPDATE_ROW: 8, DELETE_
                    BATCH_WRITE_ROW: 2}  # index of the transaction id in the request
 
 
+_OK = b"\x92\x00"  # MessagePack: an array of 2, then 0
+
+
 def execute(db: Database, request: tuple) -> bytes:
     """Run one decoded request: its answer frame. Any thread."""
     try:
         call = CALLS[request[0]][0]
         result = call(db, *request[1:])
+        if type(result) is msgspec.Raw:  # a stored row: [0, row] written around its bytes
+            return b"".join((HEADER.pack(len(result) + 2), _OK, result))
         return frame((0, result))
     except WidetableError as exc:
         return frame((1, exc.code, wire_message(exc)))
