@@ -72,8 +72,8 @@ UPGRADE = "widetable-native/1"
 HEADER = struct.Struct("<I")
 MAX_FRAME = 5 * 2**20
 EXT_INF_MIN, EXT_INF_MAX = 1, 2
-INLINE_RANGE_LIMIT = 100  # as service.py: larger ranges go to the pool
-INLINE_FRAME = 64 * 1024
+INLINE_RANGE_LIMIT = 100  # rows of a range small enough to run on the loop (both protocols)
+INLINE_FRAME = 64 * 1024  # bytes of the largest request run on the loop (both protocols)
 
 GET_ROW, GET_RANGE, PUT_ROW, UPDATE_ROW, DELETE_ROW, BATCH_GET_ROW, BATCH_WRITE_ROW = range(1, 8)
 

@@ -107,8 +107,9 @@ POOLED = frozenset({
 })
 WITH_TRANSACTION = frozenset({"GetRow", "PutRow", "UpdateRow", "DeleteRow", "GetRange"})
 ROW_WRITES = frozenset({"PutRow", "UpdateRow", "DeleteRow"})
-INLINE_RANGE_LIMIT = 100  # rows of a GetRange small enough to run on the loop
-INLINE_BODY = 64 * 1024  # bytes of the largest request body run on the loop
+# rows of a GetRange small enough to run on the loop, and bytes of the largest request
+# body run there: one rule for both protocols
+INLINE_RANGE_LIMIT, INLINE_BODY = native.INLINE_RANGE_LIMIT, native.INLINE_FRAME
 
 _STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
 _FRAMING_CODES = {413: REQUEST_TOO_LARGE, 405: METHOD_NOT_ALLOWED}
