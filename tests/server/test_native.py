@@ -9,6 +9,7 @@ import socket
 import struct
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import msgpack
 import pytest
@@ -318,27 +319,19 @@ def test_threads_packing_at_once_send_whole_frames(served) -> None:
     t = db.table("t")
     for i in range(20):
         t.put_row(("r", i), {"v": i})
-    errors: list = []
 
     def work(n: int) -> None:
-        try:
-            for i in range(60):
-                if i % 3 == 0:
-                    assert len(t.get_range(("r", INF_MIN), ("r", INF_MAX)).rows) == 20
-                elif i % 3 == 1:
-                    with pytest.raises(ParameterInvalid):
-                        t.put_row(("x", n), {"v": {1, 2}})
-                else:
-                    assert t.get_row(("r", i % 20))["v"] == i % 20
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for i in range(60):
+            if i % 3 == 0:
+                assert len(t.get_range(("r", INF_MIN), ("r", INF_MAX)).rows) == 20
+            elif i % 3 == 1:
+                with pytest.raises(ParameterInvalid):
+                    t.put_row(("x", n), {"v": {1, 2}})
+            else:
+                assert t.get_row(("r", i % 20))["v"] == i % 20
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert errors == []
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(work, range(8)))  # a failure in any thread raises here
     assert db.protocol == "native"
     db.close()
 
