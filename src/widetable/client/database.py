@@ -68,15 +68,17 @@ class RemoteDatabase:
         """``"native"`` while data calls go over widetable's own protocol, else ``"tablestore"``."""
         return "tablestore" if self._native is None else "native"
 
-    def _call(self, api: str, request) -> bytes:
+    def _check_open(self) -> None:
         if self._closed:
             raise ParameterInvalid("the connection is closed")
+
+    def _call(self, api: str, request) -> bytes:
+        self._check_open()
         return self._transport.call(api, request)
 
     def _live_native(self) -> NativeChannel | None:
         """The native channel for a data call, if there is one (and the connection is open)."""
-        if self._closed:
-            raise ParameterInvalid("the connection is closed")
+        self._check_open()
         return self._native
 
     def close(self) -> None:

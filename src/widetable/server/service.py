@@ -24,8 +24,7 @@ pool thread yields it at least every 5 ms, the interpreter's switch interval):
 * table DDL, CreateIndex (it backfills) and ComputeSplitPointsBySize;
 * BatchGetRow and BatchWriteRow (up to 100 / 200 rows: milliseconds), and any
   request whose body is over 64 KiB;
-* a GetRange without a limit or with one over 100 rows (up to 5000 rows / 4 MB).
-
+* a GetRange without a limit or with one over 100 rows (up to 5000 rows / 4 MB);
 * a plain PutRow, UpdateRow or DeleteRow while any local transaction is open
   (``Database.transactions_open()``): such a write waits up to 50 ms when it
   meets the partition key a transaction holds, before failing with
@@ -63,29 +62,28 @@ from .proto import message
 
 log = logging.getLogger("widetable.server")
 
-HANDLERS: dict[str, tuple[str, Callable]] = {
-    "CreateTable": ("CreateTableRequest", tables.create_table),
-    "ListTable": ("ListTableRequest", tables.list_table),
-    "DescribeTable": ("DescribeTableRequest", tables.describe_table),
-    "UpdateTable": ("UpdateTableRequest", tables.update_table),
-    "DeleteTable": ("DeleteTableRequest", tables.delete_table),
-    "ComputeSplitPointsBySize": (
-        "ComputeSplitPointsBySizeRequest", tables.compute_split_points_by_size
-    ),
-    "CreateIndex": ("CreateIndexRequest", tables.create_index),
-    "DropIndex": ("DropIndexRequest", tables.drop_index),
-    "GetRow": ("GetRowRequest", rows.get_row),
-    "PutRow": ("PutRowRequest", rows.put_row),
-    "UpdateRow": ("UpdateRowRequest", rows.update_row),
-    "DeleteRow": ("DeleteRowRequest", rows.delete_row),
-    "GetRange": ("GetRangeRequest", rows.get_range),
-    "BatchGetRow": ("BatchGetRowRequest", batch.batch_get_row),
-    "BatchWriteRow": ("BatchWriteRowRequest", batch.batch_write_row),
-    "StartLocalTransaction": ("StartLocalTransactionRequest", txn.start_local_transaction),
-    "CommitTransaction": ("CommitTransactionRequest", txn.commit_transaction),
-    "AbortTransaction": ("AbortTransactionRequest", txn.abort_transaction),
+# API -> its handler; the request message of API ``X`` is ``XRequest``.
+HANDLERS: dict[str, Callable] = {
+    "CreateTable": tables.create_table,
+    "ListTable": tables.list_table,
+    "DescribeTable": tables.describe_table,
+    "UpdateTable": tables.update_table,
+    "DeleteTable": tables.delete_table,
+    "ComputeSplitPointsBySize": tables.compute_split_points_by_size,
+    "CreateIndex": tables.create_index,
+    "DropIndex": tables.drop_index,
+    "GetRow": rows.get_row,
+    "PutRow": rows.put_row,
+    "UpdateRow": rows.update_row,
+    "DeleteRow": rows.delete_row,
+    "GetRange": rows.get_range,
+    "BatchGetRow": batch.batch_get_row,
+    "BatchWriteRow": batch.batch_write_row,
+    "StartLocalTransaction": txn.start_local_transaction,
+    "CommitTransaction": txn.commit_transaction,
+    "AbortTransaction": txn.abort_transaction,
 }
-_REQUEST_CLASSES: dict[str, Any] = {api: message(name) for api, (name, _) in HANDLERS.items()}
+_REQUEST_CLASSES: dict[str, Any] = {api: message(f"{api}Request") for api in HANDLERS}
 UPGRADE_TO_NATIVE = object()  # what decode() gives for the upgrade to widetable's own protocol
 
 # APIs of the service that widetable does not serve yet: a clear error, not a 404.
@@ -209,7 +207,7 @@ class TablestoreService:
             if api == "CreateTable":
                 response = tables.create_table(self.db, message, self.capacity)
             else:
-                response = HANDLERS[api][1](self.db, message)
+                response = HANDLERS[api](self.db, message)
             return 200, response.SerializeToString()
         except WidetableError as exc:
             return status_of(exc.code), error_body(exc.code, wire_message(exc))
