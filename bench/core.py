@@ -39,7 +39,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .systems.rocksdict_raw import rocks_options
+from widetable.storage.rocks import rocks_options
+
 from .ycsb import FIELDS, build_values
 
 TARGETS = {"batch_write_row load": 0.5, "get_row": 0.5, "range read": 0.25}

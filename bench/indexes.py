@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     modes = ("none", "local", "global", "paused", "log")
     rates: dict[str, list[tuple[float, ...]]] = {mode: [] for mode in modes}
     for _ in range(args.rounds):
-        for mode in rates:
-            rates[mode].append(write_round(mode, args.rows))
+        for mode, series in rates.items():
+            series.append(write_round(mode, args.rows))
     med = {m: tuple(statistics.median(x[i] for x in v) for i in range(5)) for m, v in rates.items()}
     us = {m: 1e6 / v[0] for m, v in med.items()}
     lag = lag_round(med["global"][0] / 2, args.lag_seconds)

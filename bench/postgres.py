@@ -13,8 +13,8 @@ returns before its WAL record is flushed, and the WAL writer flushes within
 ``wal_writer_delay`` (200 ms); ``fsync`` and ``full_page_writes`` stay on, so the
 database is never corrupted, only the last moments of commits can be lost on power
 failure. The process kill case is covered: the WAL is in shared memory / page cache
-and the server, not the killed client, owns it. ``shared_buffers`` keeps its
-default of 128 MB.
+and the server, not the killed client, owns it. ``shared_buffers`` is 256 MB,
+the size of widetable's block cache (and of SQLite's page cache here).
 
 ``stop()`` is idempotent and is called from ``__exit__``, so the server is stopped
 after errors and Ctrl-C as well; the temp folder is removed with it.
@@ -35,6 +35,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Self
+
+from widetable.storage.rocks import DEFAULT_CACHE_MB
 
 from .memory import tree_pss_mb
 from .systems.base import SystemUnavailable
@@ -173,6 +175,7 @@ class PostgresInstance:
             "fsync = on",
             "full_page_writes = on",
             "max_connections = 20",
+            f"shared_buffers = {DEFAULT_CACHE_MB}MB",
         ]
         with open(data / "postgresql.conf", "a") as f:
             f.write("\n# widetable bench\n" + "\n".join(conf) + "\n")

@@ -101,6 +101,13 @@ def _measure(db, name: str, records: int, threads: int, seconds: float,
     rows = [_row(i) for i in range(records)]
     for i in range(0, records, 200):
         db.batch_write_row([(name, "put", (k,), c) for k, c in rows[i:i + 200]])
+    return _run_all(db, name, records, threads, seconds, server, rows)
+
+
+def _run_all(db, name: str, records: int, threads: int, seconds: float,
+             server: int | None = None, rows: list | None = None) -> dict:
+    """``_measure``'s operations on a table that already holds ``records`` rows."""
+    rows = rows or [_row(i) for i in range(2000)]
     return {label: _run(threads, seconds, op, server)
             for label, op in _operations(db, name, records, rows).items()}
 
@@ -170,33 +177,42 @@ def main(argv: list[str] | None = None) -> None:
         db = widetable.open(str(Path(root) / "embedded"), purge_interval=None)
         embedded = _measure(db, "usertable", args.records, args.threads, args.seconds)
         db.close()
-        proc, endpoint = start_server(Path(root) / "served")
+        proc, endpoint, unix = start_server(Path(root) / "served")
         try:
-            remote = widetable.connect(endpoint, access_key_id=KEY_ID, access_key_secret=SECRET)
-            served = _measure(remote, "usertable", args.records, args.threads, args.seconds,
-                              proc.pid)
+            served = {}
+            for how, where in (("TCP", endpoint), ("unix socket", unix)):
+                remote = widetable.connect(where, access_key_id=KEY_ID, access_key_secret=SECRET)
+                if how == "TCP":
+                    served[how] = _measure(remote, "usertable", args.records, args.threads,
+                                           args.seconds, proc.pid)
+                else:
+                    served[how] = _run_all(remote, "usertable", args.records, args.threads,
+                                           args.seconds, proc.pid)
+                remote.close()
             if args.sdk:
                 sdk = _measure_sdk(endpoint, "usertable", args.records, args.threads, args.seconds)
             if args.processes:
                 spread = _measure_processes(endpoint, "usertable", args.records, args.threads,
                                             args.seconds, args.processes)
-            remote.close()
         finally:
             stop_server(proc)
     print(f"{args.threads} concurrent clients, {args.records} rows, {args.seconds:g} s per measurement")
-    print(f"{'operation':<20}{'embedded op/s':>15}{'server op/s':>14}{'ratio':>8}{'target':>8}"
+    print(f"{'operation':<26}{'embedded op/s':>15}{'server op/s':>14}{'ratio':>8}{'target':>8}"
           f"{'CPU µs/op: embedded':>22}{'client':>9}{'server':>9}")
     targets = {"GetRow": 0.3, "BatchWriteRow(200)": 0.5}
     for op, (e, e_cpu, _) in embedded.items():
-        s, client_cpu, server_cpu = served[op]
-        print(f"{op:<20}{e:>15.0f}{s:>14.0f}{s / e:>8.2f}{targets[op]:>8.1f}"
-              f"{e_cpu:>22.0f}{client_cpu:>9.0f}{server_cpu:>9.0f}")
+        for how, figures in served.items():
+            s, client_cpu, server_cpu = figures[op]
+            label = op if how == "TCP" else f"  (over the {how})"
+            target = f"{targets[op]:>8.1f}" if how == "TCP" else f"{'':>8}"
+            embedded_cpu = f"{e_cpu:>22.0f}" if how == "TCP" else f"{'':>22}"
+            print(f"{label:<26}{e:>15.0f}{s:>14.0f}{s / e:>8.2f}{target}"
+                  f"{embedded_cpu}{client_cpu:>9.0f}{server_cpu:>9.0f}")
         if args.sdk:
-            print(f"{'  (official SDK)':<20}{'':>15}{sdk[op]:>14.0f}{sdk[op] / e:>8.2f}")
+            print(f"{'  (official SDK)':<26}{'':>15}{sdk[op]:>14.0f}{sdk[op] / e:>8.2f}")
         if args.processes:
             label = f"  ({args.processes} processes)"
-            print(f"{label:<20}{'':>15}{spread[op]:>14.0f}{spread[op] / e:>8.2f}")
-
+            print(f"{label:<26}{'':>15}{spread[op]:>14.0f}{spread[op] / e:>8.2f}")
 
 if __name__ == "__main__":
     main()

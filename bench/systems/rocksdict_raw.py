@@ -1,6 +1,7 @@
 """Raw rocksdict: each row one opaque msgpack blob under its key -- the ceiling of our
-storage path. It runs with the same RocksDB options and write options as widetable's
-engine (``src/widetable/storage/rocks.py``: WAL on, no fsync per write), so the
+storage path. It runs with the same RocksDB options (``rocks_options``: block cache,
+bloom filters) and write options as widetable's engine
+(``src/widetable/storage/rocks.py``: WAL on, no fsync per write), so the
 difference measured is widetable's own layer.
 
 An update must read, decode, change and re-encode the blob: that is what one
@@ -14,18 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import Rdict, WriteBatch, WriteOptions
+
+from widetable.storage.rocks import rocks_options
 
 from .base import Row, System, TableSpec
-
-
-def rocks_options() -> Options:
-    """The options widetable's RocksEngine opens its store with."""
-    opts = Options(raw_mode=True)
-    opts.create_if_missing(True)
-    opts.set_max_background_jobs(2)
-    opts.increase_parallelism(2)
-    return opts
 
 
 class RocksdictSystem(System):

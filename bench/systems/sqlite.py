@@ -5,7 +5,8 @@ Durability is matched to widetable's default: ``journal_mode=WAL`` with
 transaction survives ``kill -9`` of the process (it is in the WAL in the OS page
 cache) but may be lost on power failure -- the same promise as widetable with
 ``sync=False``. Each single-row write is its own autocommit transaction; a load
-batch is one transaction. The page cache is 32 MiB, RocksDB's default block cache.
+batch is one transaction. The page cache is 256 MiB, the size of widetable's
+block cache (``widetable.storage.rocks.DEFAULT_CACHE_MB``).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+from widetable.storage.rocks import DEFAULT_CACHE_MB
+
 from .base import Row, System, TableSpec
 
-CACHE_KIB = 32 * 1024
+CACHE_KIB = DEFAULT_CACHE_MB * 1024
 
 
 class SqliteSystem(System):

@@ -1,9 +1,11 @@
 """widetable through its server: ``widetable serve`` in a subprocess, driven by ``widetable.connect``.
 
-``start(root)`` runs the server on a free 127.0.0.1 port with its store under
-``root`` and connects the client; every operation is one signed HTTP request
-(Tablestore's wire protocol). Durability as the embedded store: a write is
-acknowledged once in RocksDB's WAL (survives ``kill -9`` of the server).
+``start(root)`` runs the server on a free 127.0.0.1 port and a unix socket,
+with its store under ``root``, and connects the client over the unix socket,
+as the harness reaches PostgreSQL over its own (``postgres.py``); data calls
+travel over widetable's own protocol (``server/native.py``). Durability as the
+embedded store: a write is acknowledged once in RocksDB's WAL (survives
+``kill -9`` of the server).
 """
 
 from __future__ import annotations
@@ -29,18 +31,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(data: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
-    """Run ``widetable serve`` on ``data``; return the process and its endpoint once it listens.
+def start_server(data: Path, port: int | None = None) -> tuple[subprocess.Popen, str, str]:
+    """Run ``widetable serve`` on ``data``; once it listens, return the process, its TCP
+    endpoint and its unix socket's (``<data>.sock``).
 
     ``--capacity 0``: no per-partition throttling (the server's default is 20,000
     operations per second per partition, to make hot spots visible). The benchmarks
     measure the serving path against an embedded store that is not throttled either;
     throttled, one partition would cap every figure at the capacity."""
     port = port or free_port()
+    sock = data.parent / f"{data.name}.sock"
     env = dict(os.environ, WIDETABLE_ACCESS_KEY_ID=KEY_ID, WIDETABLE_ACCESS_KEY_SECRET=SECRET)
     proc = subprocess.Popen(
         [sys.executable, "-m", "widetable", "serve", "--data", str(data), "--port", str(port),
-         "--capacity", "0"],
+         "--capacity", "0", "--socket", str(sock)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 30
@@ -49,7 +53,7 @@ def start_server(data: Path, port: int | None = None) -> tuple[subprocess.Popen,
             raise SystemUnavailable(f"widetable serve exited: {proc.stderr.read().decode()[-400:]}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"http://127.0.0.1:{port}"
+                return proc, f"http://127.0.0.1:{port}", f"unix://{sock}"
         except OSError:
             time.sleep(0.05)
     proc.kill()
@@ -82,7 +86,7 @@ class WidetableServerSystem(System):
             import widetable.server
         except ImportError as exc:
             raise SystemUnavailable(f"cannot import widetable.server: {exc}") from exc
-        self._proc, endpoint = start_server(root / "widetable-server")
+        self._proc, _, endpoint = start_server(root / "widetable-server")
         self._db = widetable.connect(endpoint, access_key_id=KEY_ID, access_key_secret=SECRET)
         self._end = (widetable.INF_MAX,)
 

@@ -553,13 +553,17 @@ def open(
     sync: bool = False,
     purge_interval: float | None = DEFAULT_PURGE_INTERVAL,
     maintenance_interval: float | None = DEFAULT_MAINTENANCE_INTERVAL,
+    cache_mb: int | None = None,
 ) -> Database:
     """Open (creating if needed) a store at ``path``.
 
     ``engine="memory"`` (or ``path=":memory:"``) gives a store that lives only
     in this process. ``sync=True`` fsyncs every write for power-loss
     durability. Expired cells are purged every ``purge_interval`` seconds.
+    ``cache_mb``: RocksDB's block cache, in MB (default 256, filled only as
+    data is read; 0 turns it off).
     """
     if purge_interval is not None and purge_interval <= 0:
         raise ParameterInvalid(f"purge_interval must be > 0 seconds, got {purge_interval!r}")
-    return Database(open_engine(path, engine, sync), purge_interval, maintenance_interval)
+    return Database(open_engine(path, engine, sync, cache_mb), purge_interval,
+                    maintenance_interval)

@@ -243,3 +243,36 @@ def test_compact_keeps_every_key(filled) -> None:
     filled.compact()
     assert list(filled.scan(b"", b"\xff")) == before
     assert list(filled.scan(b"", b"\xff", reverse=True)) == before[::-1]
+
+
+@pytest.mark.parametrize("cache_mb", [0, 1, 256])
+def test_rocksdb_reads_table_files_with_any_block_cache(tmp_path, cache_mb) -> None:
+    """Rows flushed and compacted into table files read back through the block cache
+    (or none) and the bloom filters; keys that are not there read as missing."""
+    eng = open_engine(str(tmp_path / "r"), "rocksdb", cache_mb=cache_mb)
+    try:
+        for start in range(0, 4000, 500):
+            batch = eng.batch()
+            for i in range(start, start + 500, 2):  # even keys only
+                batch.put(b"k%06d" % i, b"v" * 200 + b"%d" % i)
+            eng.write(batch)
+            eng.flush()
+        eng.compact()
+        for i in range(0, 4000, 7):
+            expected = b"v" * 200 + b"%d" % i if i % 2 == 0 else None
+            assert eng.get(b"k%06d" % i) == expected
+        assert eng.multi_get([b"k000002", b"k000003"]) == [b"v" * 200 + b"2", None]
+        assert len(scan_keys(eng, b"k", b"l")) == 2000
+    finally:
+        eng.close()
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "64", True])
+def test_a_bad_cache_size_is_named(tmp_path, bad) -> None:
+    import widetable
+    from widetable import WidetableError
+
+    with pytest.raises(WidetableError) as info:
+        widetable.open(str(tmp_path / "r"), cache_mb=bad)
+    assert info.value.code == "OTSParameterInvalid" and "cache_mb" in info.value.message
+    assert not (tmp_path / "r").exists()  # nothing was created

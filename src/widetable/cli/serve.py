@@ -23,6 +23,11 @@ def serve(
     data: DataOpt = None,
     host: Annotated[str, typer.Option(help="Address to bind; 0.0.0.0 exposes the server.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port; 0 picks a free one.")] = 8080,
+    unix_socket: Annotated[
+        str | None,
+        typer.Option("--socket", help="Also listen on this unix socket (owner only), for "
+                     "widetable.connect('unix://PATH') on this machine: no TCP cost."),
+    ] = None,
     instance: Annotated[str, typer.Option(help="Instance name clients must send.")] = "widetable",
     keys: Annotated[
         str | None,
@@ -31,6 +36,9 @@ def serve(
     tls_cert: Annotated[str | None, typer.Option("--tls-cert", help="TLS certificate (PEM).")] = None,
     tls_key: Annotated[str | None, typer.Option("--tls-key", help="TLS private key (PEM).")] = None,
     sync: Annotated[bool, typer.Option("--sync", help="fsync every write (power-loss safe).")] = False,
+    cache_mb: Annotated[
+        int, typer.Option("--cache-mb", min=0, help="RocksDB block cache in MB (filled as data is read; 0 = off).")
+    ] = 256,
     access_log: Annotated[bool, typer.Option("--access-log", help="Log every request.")] = False,
     capacity: Annotated[
         int,
@@ -57,10 +65,10 @@ def serve(
     except (ValueError, OSError) as exc:
         raise CliError(f"cannot read access keys: {exc}") from None
     path = data or (ctx.obj or {}).get("data") or DEFAULT_DATA
-    database = _db.open(path, sync=sync)
+    database = _db.open(path, sync=sync, cache_mb=cache_mb)
     try:
         server = WidetableServer(database, store, host, port, instance, tls_cert, tls_key, access_log,
-                                 capacity=capacity)
+                                 capacity=capacity, unix_socket=unix_socket)
     except BaseException:
         database.close()
         raise
@@ -84,6 +92,8 @@ def _banner(server, path: str, store, generated: bool) -> None:
     print(f"widetable serving {path} (Tablestore protocol, and widetable's own for widetable.connect)",
           flush=False)
     print(f"  endpoint:  {server.endpoint}")
+    if server.unix_endpoint:
+        print(f"  socket:    {server.unix_endpoint}  (widetable.connect only)")
     print(f"  instance:  {server.instance}")
     cap = server.capacity
     print(f"  capacity:  {f'{cap} operations/s per partition' if cap else 'unlimited'}")
@@ -100,4 +110,6 @@ def _banner(server, path: str, store, generated: bool) -> None:
     print("  widetable:")
     print(f"    db = widetable.connect('{server.endpoint}', access_key_id='{key_id}',")
     print(f"                           access_key_secret='{secret}')")
+    if server.unix_endpoint:
+        print(f"    (or '{server.unix_endpoint}' on this machine)")
     print("  Ctrl-C or SIGTERM stops it gracefully.", flush=True)

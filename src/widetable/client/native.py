@@ -44,6 +44,7 @@ from .transport import (
     _Connection,
     _Protocol,
     error_of,
+    unreachable,
 )
 
 # Codes with which a server says it does not know the upgrade's API.
@@ -211,8 +212,7 @@ class NativeChannel:
                                  f"protocol: {exc}", errs.INTERNAL_SERVER_ERROR) from None
         except OSError as exc:
             self._conns.drop(conn)
-            raise WidetableError(f"cannot reach {self._transport.endpoint}: {exc}",
-                                 errs.INTERNAL_SERVER_ERROR) from None
+            raise unreachable(self._transport.endpoint, exc, self._transport._timeout) from None
         if answer[0] == 0:
             return answer[1]
         raise error_of(answer[1], answer[2])
@@ -226,10 +226,13 @@ class NativeChannel:
         upgrade = head[:line] + _UPGRADE_HEADERS + head[line:]
         try:
             status, reason, got, body = conn.exchange(upgrade)
-        except (_Closed, _Protocol, OSError) as exc:
+        except (_Closed, _Protocol) as exc:
             conn.close()
             raise WidetableError(f"cannot reach {t.endpoint}: {exc}",
                                  errs.INTERNAL_SERVER_ERROR) from None
+        except OSError as exc:
+            conn.close()
+            raise unreachable(t.endpoint, exc, t._timeout) from None
         if status != 101:
             conn.close()
             self._refused(status, reason, body)

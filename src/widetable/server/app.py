@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import ssl
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -62,6 +64,36 @@ def _listen(host: str, port: int) -> socket.socket:
     return socket.create_server((host, port), family=family, backlog=BACKLOG)
 
 
+def _listen_unix(path: str) -> socket.socket:
+    """A listening unix socket at ``path``, readable and writable by this user only. A
+    socket file left by a server that is gone is replaced; one a live server listens
+    on is not (OSError)."""
+    if os.path.exists(path):
+        if not stat.S_ISSOCK(os.stat(path).st_mode):
+            raise OSError(f"{path} exists and is not a socket")
+        probe = socket.socket(socket.AF_UNIX)
+        try:
+            probe.connect(path)
+        except ConnectionRefusedError:
+            os.unlink(path)  # left behind by a server that is gone
+        else:
+            raise OSError(f"a server is already listening on {path}")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        old = os.umask(0o177)  # the file is created 0600: only this user may connect
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def _tls(certfile: str | None, keyfile: str | None) -> ssl.SSLContext | None:
     if certfile is None:
         return None
@@ -77,10 +109,12 @@ class WidetableServer:
                  instance: str = DEFAULT_INSTANCE, certfile: str | None = None,
                  keyfile: str | None = None, access_log: bool = False,
                  capacity: int | None = None, idle_timeout: float = IDLE_TIMEOUT,
-                 workers: int = WORKERS) -> None:
+                 workers: int = WORKERS, unix_socket: str | None = None) -> None:
         """``capacity``: operations per second per partition, set on every table now and
         on tables created later (0 turns throttling off); None leaves tables as they are.
-        Binds ``host:port`` (port 0 picks a free one); raises OSError if it cannot."""
+        Binds ``host:port`` (port 0 picks a free one), and ``unix_socket`` if given (a
+        path: local clients skip TCP; no TLS there, the file is the owner's only);
+        raises OSError if it cannot."""
         if capacity is not None and (type(capacity) is not int or capacity < 0):
             raise ValueError(f"capacity must be an int >= 0, got {capacity!r}")
         if not idle_timeout > 0:
@@ -90,6 +124,13 @@ class WidetableServer:
             tables.apply_capacity(db, capacity)  # before the port opens: no request sees the old
         self.socket = _listen(host, port)
         self.server_address = (host, self.socket.getsockname()[1])
+        try:
+            self.unix = _listen_unix(unix_socket) if unix_socket is not None else None
+        except BaseException:
+            self.socket.close()
+            raise
+        self.unix_path = None if unix_socket is None else os.path.abspath(unix_socket)
+        self._unix_inode = None if unix_socket is None else os.stat(unix_socket).st_ino
         self.db = db
         self.keys = keys
         self.instance = instance
@@ -115,6 +156,11 @@ class WidetableServer:
         host = self.server_address[0]
         host = f"[{host}]" if ":" in host else host
         return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
+
+    @property
+    def unix_endpoint(self) -> str | None:
+        """``unix://<path>`` for ``widetable.connect``, if the server listens on a unix socket."""
+        return None if self.unix_path is None else f"unix://{self.unix_path}"
 
     @property
     def draining(self) -> bool:
@@ -143,7 +189,7 @@ class WidetableServer:
                 pass  # the loop has already stopped
             self._finished.wait()
         else:
-            self.socket.close()
+            self._close_listeners()
         if self.service.jobs:
             log.warning("closing the store with %d requests still running", self.service.jobs)
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -155,19 +201,41 @@ class WidetableServer:
         loop = asyncio.get_running_loop()
         with self._lock:
             if self.service.draining:
-                self.socket.close()
+                self._close_listeners()
                 return
             self._loop, self._wake = loop, asyncio.Event()
         self.service.loop = loop
-        server = await loop.create_server(self._connection, sock=self.socket, ssl=self._ssl,
-                                          backlog=BACKLOG)
+        servers = [await loop.create_server(self._connection, sock=self.socket, ssl=self._ssl,
+                                            backlog=BACKLOG)]
+        if self.unix is not None:
+            servers.append(await loop.create_unix_server(self._connection, sock=self.unix,
+                                                         backlog=BACKLOG))
         self._sweeper = loop.call_later(self._sweep_every, self._sweep)
         try:
             await self._wake.wait()
         finally:
             self._sweeper.cancel()
-            server.close()  # stops accepting; open connections stay
+            for server in servers:
+                server.close()  # stops accepting; open connections stay
+            self._unlink()
             await self._finish_in_flight()
+
+    def _close_listeners(self) -> None:
+        self.socket.close()
+        if self.unix is not None:
+            self.unix.close()
+            self._unlink()
+
+    def _unlink(self) -> None:
+        """Remove the unix socket's file, if it is still ours."""
+        path = self.unix_path
+        if path is None or self.unix is None:
+            return
+        try:
+            if os.stat(path).st_ino == self._unix_inode:
+                os.unlink(path)
+        except OSError:
+            pass
 
     def _connection(self) -> Connection:
         return Connection(self.service, self._connections, MAX_BODY)

@@ -228,7 +228,7 @@ class Connection(FramedConnection):
         self.transport = transport
         self._tls = transport.get_extra_info("sslcontext") is not None
         peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer) or "unix"
         self.connections.add(self)
 
     def eof_received(self) -> bool | None:

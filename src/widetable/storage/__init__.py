@@ -6,19 +6,23 @@ from .engine import Batch, Engine
 from .memory import MemoryEngine
 
 
-def open_engine(path: str | None, engine: str = "rocksdb", sync: bool = False) -> Engine:
-    """Open the engine named ``engine`` ("rocksdb" or "memory") at ``path``."""
-    from ..errors import ParameterInvalid
+def open_engine(path: str | None, engine: str = "rocksdb", sync: bool = False,
+                cache_mb: int | None = None) -> Engine:
+    """Open the engine named ``engine`` ("rocksdb" or "memory") at ``path``; ``cache_mb``:
+    RocksDB's block cache in MB (None: its default, 256)."""
+    from ..errors import ParameterInvalid, describe
 
+    if cache_mb is not None and (type(cache_mb) is not int or cache_mb < 0):
+        raise ParameterInvalid(f"cache_mb must be an int >= 0 (megabytes), got {describe(cache_mb)}")
     if engine not in ("rocksdb", "memory"):
         raise ParameterInvalid(f"unknown engine {engine!r}; use 'rocksdb' or 'memory'")
     if engine == "memory" or path == ":memory:":
         return MemoryEngine()
     if not path:
         raise ParameterInvalid("a RocksDB store needs a directory path")
-    from .rocks import RocksEngine
+    from .rocks import DEFAULT_CACHE_MB, RocksEngine
 
-    return RocksEngine(path, sync=sync)
+    return RocksEngine(path, sync=sync, cache_mb=DEFAULT_CACHE_MB if cache_mb is None else cache_mb)
 
 
 __all__ = ["Batch", "Engine", "MemoryEngine", "open_engine"]

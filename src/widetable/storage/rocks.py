@@ -7,7 +7,15 @@ import threading
 from collections.abc import Iterator
 from functools import partial
 
-from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+from rocksdict import (
+    BlockBasedOptions,
+    Cache,
+    Options,
+    Rdict,
+    ReadOptions,
+    WriteBatch,
+    WriteOptions,
+)
 
 from ..errors import WidetableError
 
@@ -19,22 +27,53 @@ def _holding(items, opts: ReadOptions, end: bytes) -> Iterator[tuple[bytes, byte
     del opts, end
 
 
+DEFAULT_CACHE_MB = 256
+BLOOM_BITS = 10  # per key: about 1% false positives, ~1.2 bytes a key
+
+
+def rocks_options(cache_mb: int = DEFAULT_CACHE_MB) -> Options:
+    """The options a store opens with.
+
+    * A block cache of ``cache_mb`` MB (LRU; filled only as blocks are read, so a
+      small store stays small). RocksDB's own default is 32 MB: a store larger
+      than that decompresses a block from the OS cache on most reads (8 against
+      4 µs per read measured on 100 MB of 1 KB rows). 0 turns the cache off.
+    * A bloom filter of ``BLOOM_BITS`` bits per key in every table file, so a
+      point read skips the files that do not hold its key (and a read of a
+      missing row, most of them); and one over the memtable's whole keys (2% of
+      its size), so a read of a row that is not in the memtable skips searching
+      its skip list (5.5 to 4.5 µs per read with 20,000 recent writes there).
+    * Two background jobs for flushes and compactions.
+    """
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.set_max_background_jobs(2)
+    opts.increase_parallelism(2)
+    opts.set_memtable_whole_key_filtering(True)
+    opts.set_memtable_prefix_bloom_ratio(0.02)
+    table = BlockBasedOptions()
+    if cache_mb:
+        table.set_block_cache(Cache(cache_mb * 2**20))
+    else:
+        table.disable_cache()
+    table.set_bloom_filter(BLOOM_BITS, False)
+    opts.set_block_based_table_factory(table)
+    return opts
+
+
 class RocksEngine:
     """One RocksDB instance per store.
 
     ``sync=True`` fsyncs the write-ahead log on every write, for power-loss
     durability. Without it an acknowledged write is in the WAL in the OS page
     cache, which survives ``kill -9`` of the process but not a power cut.
+    ``cache_mb``: the block cache (``rocks_options``).
     """
 
-    def __init__(self, path: str, sync: bool = False) -> None:
+    def __init__(self, path: str, sync: bool = False, cache_mb: int = DEFAULT_CACHE_MB) -> None:
         os.makedirs(path, exist_ok=True)
-        opts = Options(raw_mode=True)
-        opts.create_if_missing(True)
-        opts.set_max_background_jobs(2)
-        opts.increase_parallelism(2)
         try:
-            self._db = Rdict(path, opts)
+            self._db = Rdict(path, rocks_options(cache_mb))
         except Exception as exc:  # a second open of the same directory, a corrupt store, ...
             raise WidetableError(f"cannot open store at {path!r}: {exc}") from exc
         self.path = path

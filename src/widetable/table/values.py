@@ -154,14 +154,16 @@ def normalize_cells(
     if columns is None:
         return []
     out: list[tuple[str, object, int]] = []
-    if isinstance(columns, Mapping):
-        items: Iterable = columns.items()
+    # type() first: isinstance against the Mapping ABC costs a Python-level check
+    mapping = type(columns) is dict or isinstance(columns, Mapping)
+    if mapping:
+        items: Iterable = columns.items()  # type: ignore[attr-defined]
     elif isinstance(columns, (list, tuple)):
         items = columns
     else:
         raise ParameterInvalid(f"{what} must be a dict or a list of tuples, got {describe(columns)}")
     for item in items:
-        if isinstance(columns, Mapping):
+        if mapping:
             name, value = item
             ts = None
             if type(value) is tuple:
