@@ -225,9 +225,16 @@ class Table:
         select versions; ``columns`` projects; ``filter`` is a Filter or a
         ColumnPagination.
         """
-        blob = self.stored_row(pk)
+        # stored_row(pk), inlined: the point read is the hottest call there is
+        if type(pk) is tuple and not self._unusable:
+            key = self._prefix + self._encode(pk)
+        else:
+            key = self._key(pk)[1]
+        part = self._route_read(key)
+        blob = self._get(key)
         if blob is None:
             return None
+        part.bytes_read += len(blob)
         if (
             self._plain_reads and columns is None and max_versions is None
             and time_range is None and filter is None
