@@ -3,8 +3,9 @@
 Two operations, each with 8 concurrent clients (threads) for a fixed time:
 GetRow of random existing rows, and BatchWriteRow of 200 rows (10 fields of
 100 bytes each, as YCSB). "embedded" runs the library in this process; "server"
-goes through ``widetable serve`` (a subprocess) with ``widetable.connect`` or,
-with ``--sdk``, the official ``tablestore`` SDK. Targets: GetRow >= 0.3 and
+goes through ``widetable serve`` (a subprocess) with ``widetable.connect`` over
+TCP (the target rows) and again over the server's unix socket, or, with
+``--sdk``, the official ``tablestore`` SDK. Targets: GetRow >= 0.3 and
 BatchWriteRow >= 0.5 of embedded throughput.
 
 By default the server's clients are threads sharing one ``widetable.connect``
@@ -80,7 +81,7 @@ def _run(threads: int, seconds: float, op, server: int | None = None) -> tuple[f
 def _operations(db, name: str, records: int, rows: list) -> dict:
     """The measured operations on ``db`` (a store or a connection): GetRow of a random
     one of ``records`` rows (each thread with its own table object), and BatchWriteRow
-    of one of the first ten 200-row batches of ``rows``."""
+    of one of the first (up to ten) 200-row batches of ``rows``."""
     local = threading.local()
 
     def get(rng) -> None:
@@ -89,9 +90,10 @@ def _operations(db, name: str, records: int, rows: list) -> dict:
             t = local.t = db.table(name)
         t.get_row((f"user{rng.randrange(records):010d}",))
 
-    batches = [[(name, "put", (k,), c) for k, c in rows[j:j + 200]] for j in range(0, 2000, 200)]
+    batches = [[(name, "put", (k,), c) for k, c in rows[j:j + 200]]
+               for j in range(0, min(2000, len(rows)), 200)]
     return {"GetRow": get,
-            "BatchWriteRow(200)": lambda rng: db.batch_write_row(batches[rng.randrange(10)])}
+            "BatchWriteRow(200)": lambda rng: db.batch_write_row(batches[rng.randrange(len(batches))])}
 
 
 def _measure(db, name: str, records: int, threads: int, seconds: float,

@@ -63,3 +63,30 @@ def test_unknown_workload_is_rejected() -> None:
     assert parse_workloads("a,scans") == (["A"], ["scans"])
     with pytest.raises(ValueError, match="'G'"):
         parse_workloads("G")
+
+
+def test_server_systems_smoke(tmp_path: Path) -> None:
+    """The harness through ``widetable serve`` (over its unix socket) on a few workloads."""
+    argv = ["--records", "200", "--operations", "200", "--systems", "widetable-server"]
+    assert bench.main([*argv, "--workloads", "C,E,random-writes", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["skipped"] == {}
+    got = {(r["workload"], r["system"]): r for r in doc["results"]}
+    for workload in ("load", "C", "E", "random-writes"):
+        result = got[(workload, "widetable-server")]
+        assert result["throughput"] > 0 and result["misses"] == 0, workload
+        assert result["server_mb"] and result["server_mb"] > 0, workload
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_bench_server_smoke(capsys) -> None:
+    from bench import server
+
+    server.main(["--records", "400", "--threads", "2", "--seconds", "0.2"])
+    out = capsys.readouterr().out
+    lines = [line.split() for line in out.splitlines()]
+    rows = [line for line in lines if line and line[0] in ("GetRow", "BatchWriteRow(200)", "(over")]
+    assert len(rows) == 4, out  # each operation over TCP and over the unix socket
+    for line in rows:
+        ratio = float(line[5] if line[0] == "(over" else line[3])
+        assert ratio > 0, out
