@@ -101,6 +101,13 @@ def test_a_stale_socket_file_is_replaced_and_a_live_one_refused(tmp_path) -> Non
     finally:
         db.close()
     assert plain.read_text() == "x"
+    long_path = str(tmp_path / ("x" * 120))
+    db = widetable.open(str(tmp_path / "d4"))
+    try:
+        with pytest.raises(OSError, match="cannot listen on the unix socket .*xxxx.*too long"):
+            WidetableServer(db, keys, port=0, unix_socket=long_path)
+    finally:
+        db.close()
 
 
 @pytest.mark.parametrize("endpoint", ["unix://relative/path", "unix:", "ftp://host:1"])

@@ -85,6 +85,8 @@ def _listen_unix(path: str) -> socket.socket:
         old = os.umask(0o177)  # the file is created 0600: only this user may connect
         try:
             sock.bind(path)
+        except OSError as exc:
+            raise OSError(f"cannot listen on the unix socket {path}: {exc.strerror or exc}") from None
         finally:
             os.umask(old)
         sock.listen(BACKLOG)
