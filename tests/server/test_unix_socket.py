@@ -68,6 +68,16 @@ def test_the_socket_is_the_owners_only_and_removed_at_shutdown(unix_served) -> N
     assert not path.exists()
 
 
+def _refused(store_dir, keys, path: str, match: str) -> None:
+    """A server asked to listen on unix socket ``path`` fails with OSError ``match``."""
+    db = widetable.open(str(store_dir))
+    try:
+        with pytest.raises(OSError, match=match):
+            WidetableServer(db, keys, port=0, unix_socket=path)
+    finally:
+        db.close()
+
+
 def test_a_stale_socket_file_is_replaced_and_a_live_one_refused(tmp_path) -> None:
     path = str(tmp_path / "s.sock")
     stale = socket.socket(socket.AF_UNIX)
@@ -82,32 +92,17 @@ def test_a_stale_socket_file_is_replaced_and_a_live_one_refused(tmp_path) -> Non
         client = _connect(server.unix_endpoint)
         client.create_table("t", [("k", "INTEGER")]).put_row((1,), {"v": 1})
         client.close()
-        other = widetable.open(str(tmp_path / "d2"))
-        try:
-            with pytest.raises(OSError, match="already listening"):
-                WidetableServer(other, keys, port=0, unix_socket=path)
-        finally:
-            other.close()
+        _refused(tmp_path / "d2", keys, path, "already listening")
     finally:
         server.drain()
         worker.join()
     assert not os.path.exists(path)
     plain = tmp_path / "not-a-socket"
     plain.write_text("x")
-    db = widetable.open(str(tmp_path / "d3"))
-    try:
-        with pytest.raises(OSError, match="not a socket"):
-            WidetableServer(db, keys, port=0, unix_socket=str(plain))
-    finally:
-        db.close()
+    _refused(tmp_path / "d3", keys, str(plain), "not a socket")
     assert plain.read_text() == "x"
     long_path = str(tmp_path / ("x" * 120))
-    db = widetable.open(str(tmp_path / "d4"))
-    try:
-        with pytest.raises(OSError, match="cannot listen on the unix socket .*xxxx.*too long"):
-            WidetableServer(db, keys, port=0, unix_socket=long_path)
-    finally:
-        db.close()
+    _refused(tmp_path / "d4", keys, long_path, "cannot listen on the unix socket .*xxxx.*too long")
 
 
 @pytest.mark.parametrize("endpoint", ["unix://relative/path", "unix:", "ftp://host:1"])
