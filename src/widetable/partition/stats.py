@@ -92,18 +92,19 @@ class TableStats:
     def drain(self) -> int:
         """Route the sampled request keys to hot-key counters, reservoirs and load samples.
 
-        About ``DRAIN_LIMIT`` keys at most are routed per drain: past that, each
-        key is routed with probability ``DRAIN_LIMIT / waiting`` (at random, so
-        a periodic workload cannot alias with it) and counts ``waiting /
-        DRAIN_LIMIT`` requests toward its hot-key count. Routing costs ~3 µs of
-        Python a key, as much as a read itself, so a busy store would otherwise
-        spend a tenth of its CPU here."""
+        About ``DRAIN_LIMIT`` keys at most are routed per drain: past that, with
+        ``weight = ceil(waiting / DRAIN_LIMIT)``, each key is routed with
+        probability ``1 / weight`` (at random, so a periodic workload cannot
+        alias with it) and counts ``weight`` requests toward its hot-key count,
+        so the counts stay unbiased. Routing costs ~3 µs of Python a key, as
+        much as a read itself, so a busy store would otherwise spend a tenth of
+        its CPU here."""
         sample = self.tp.router.sample
         find = self.tp.router.find
         n = len(self.tp.prefix)
         waiting = len(sample)
-        keep = DRAIN_LIMIT / waiting if waiting > DRAIN_LIMIT else 1.0
-        weight = round(1 / keep)
+        weight = -(-waiting // DRAIN_LIMIT) or 1
+        keep = 1.0 / weight
         chance = self._random.random
         taken = 0
         while sample:
@@ -112,7 +113,7 @@ class TableStats:
             except IndexError:
                 break
             taken += 1
-            if keep < 1.0 and chance() >= keep:
+            if weight > 1 and chance() >= keep:
                 continue
             p = find(key)
             hot = self.hot.get(p.id)
