@@ -161,3 +161,20 @@ def test_a_refused_unix_socket_is_named(tmp_path) -> None:
     with pytest.raises(WidetableError, match="cannot reach unix://"):
         db.list_tables()
     db.close()
+
+
+@pytest.mark.parametrize("bad", [0, -1, "30", True, float("inf"), float("nan")])
+def test_a_bad_timeout_is_named(bad) -> None:
+    with pytest.raises(ParameterInvalid, match="timeout must be seconds > 0"):
+        _connect("http://127.0.0.1:1", timeout=bad)
+
+
+def test_no_timeout_waits_and_still_works(unix_served) -> None:
+    _, path = unix_served
+    db = _connect(f"unix://{path}", timeout=None)
+    try:
+        t = db.create_table("nt", [("k", "INTEGER")])
+        t.put_row((1,), {"v": 1})
+        assert t.get_row((1,))["v"] == 1
+    finally:
+        db.close()

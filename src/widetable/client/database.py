@@ -457,17 +457,22 @@ def _description(meta, options, throughput, index_metas=()) -> TableDescription:
 
 
 def connect(endpoint: str, access_key_id: str, access_key_secret: str,
-            instance: str = "widetable", timeout: float = 30.0, retrier: Retrier | None = None,
+            instance: str = "widetable", timeout: float | None = 30.0, retrier: Retrier | None = None,
             ssl_context: ssl.SSLContext | None = None, protocol: str = "auto") -> RemoteDatabase:
     """A widetable server at ``endpoint`` (``http://host:port``), used like a local Database.
 
+    ``endpoint`` may also be ``unix:///path`` (``widetable serve --socket``).
     Requests are signed with the access key; throttling errors are retried with
-    backoff (``retrier``). No request is made until the first call. ``protocol``:
+    backoff (``retrier``). ``timeout``: seconds a call may wait for the server
+    before it fails (None: no limit). No request is made until the first call. ``protocol``:
     ``"auto"`` sends data calls over widetable's own protocol when the server
     speaks it (a widetable server does; the Tablestore service does not) and
     everything else over Tablestore's; ``"native"`` insists on widetable's own;
     ``"tablestore"`` uses Tablestore's for everything.
     """
+    if timeout is not None and (type(timeout) not in (int, float) or not 0 < timeout < 1e9):
+        raise ParameterInvalid(f"timeout must be seconds > 0 (or None: no limit), got "
+                               f"{describe(timeout)}")
     if not isinstance(access_key_id, str) or not access_key_id:
         raise ParameterInvalid("access_key_id must be a non-empty string")
     if not isinstance(access_key_secret, str) or not access_key_secret:

@@ -63,12 +63,14 @@ class _Protocol(Exception):
     """The response is not HTTP/1.x as this client reads it."""
 
 
-def _kernel_timeout(sock: socket.socket, timeout: float) -> None:
+def _kernel_timeout(sock: socket.socket, timeout: float | None) -> None:
     """Make ``sock`` blocking, with its timeout kept by the kernel (SO_RCVTIMEO,
     SO_SNDTIMEO). A Python timeout would ``poll`` before every send and receive:
     two more system calls, and two more GIL handoffs, per call. A call that times
     out raises ``BlockingIOError`` (see ``unreachable``)."""
     sock.settimeout(None)
+    if timeout is None:  # no limit: wait as long as it takes
+        return
     seconds = int(timeout)
     tv = struct.pack("ll", seconds, int((timeout - seconds) * 1e6))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
