@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Self
 
-from widetable.storage.rocks import DEFAULT_CACHE_MB
+from widetable.storage import DEFAULT_CACHE_MB
 
 from .memory import tree_pss_mb
 from .systems.base import SystemUnavailable

@@ -97,19 +97,14 @@ def _operations(db, name: str, records: int, rows: list) -> dict:
 
 
 def _measure(db, name: str, records: int, threads: int, seconds: float,
-             server: int | None = None) -> dict[str, tuple[float, float, float]]:
-    """Per operation: op/s, and CPU µs per op here and in process ``server``."""
-    db.create_table(name, [("k", "STRING")])
-    rows = [_row(i) for i in range(records)]
-    for i in range(0, records, 200):
-        db.batch_write_row([(name, "put", (k,), c) for k, c in rows[i:i + 200]])
-    return _run_all(db, name, records, threads, seconds, server, rows)
-
-
-def _run_all(db, name: str, records: int, threads: int, seconds: float,
-             server: int | None = None, rows: list | None = None) -> dict:
-    """``_measure``'s operations on a table that already holds ``records`` rows."""
-    rows = rows or [_row(i) for i in range(2000)]
+             server: int | None = None, load: bool = True) -> dict[str, tuple[float, float, float]]:
+    """Per operation: op/s, and CPU µs per op here and in process ``server``. ``load``:
+    create the table and write its ``records`` rows first (else it holds them already)."""
+    rows = [_row(i) for i in range(records if load else min(records, 2000))]
+    if load:
+        db.create_table(name, [("k", "STRING")])
+        for i in range(0, records, 200):
+            db.batch_write_row([(name, "put", (k,), c) for k, c in rows[i:i + 200]])
     return {label: _run(threads, seconds, op, server)
             for label, op in _operations(db, name, records, rows).items()}
 
@@ -184,12 +179,8 @@ def main(argv: list[str] | None = None) -> None:
             served = {}
             for how, where in (("TCP", endpoint), ("unix socket", unix)):
                 remote = widetable.connect(where, access_key_id=KEY_ID, access_key_secret=SECRET)
-                if how == "TCP":
-                    served[how] = _measure(remote, "usertable", args.records, args.threads,
-                                           args.seconds, proc.pid)
-                else:
-                    served[how] = _run_all(remote, "usertable", args.records, args.threads,
-                                           args.seconds, proc.pid)
+                served[how] = _measure(remote, "usertable", args.records, args.threads,
+                                       args.seconds, proc.pid, load=not served)
                 remote.close()
             if args.sdk:
                 sdk = _measure_sdk(endpoint, "usertable", args.records, args.threads, args.seconds)

@@ -6,7 +6,7 @@ transaction survives ``kill -9`` of the process (it is in the WAL in the OS page
 cache) but may be lost on power failure -- the same promise as widetable with
 ``sync=False``. Each single-row write is its own autocommit transaction; a load
 batch is one transaction. The page cache is 256 MiB, the size of widetable's
-block cache (``widetable.storage.rocks.DEFAULT_CACHE_MB``).
+block cache (``widetable.storage.DEFAULT_CACHE_MB``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from widetable.storage.rocks import DEFAULT_CACHE_MB
+from widetable.storage import DEFAULT_CACHE_MB
 
 from .base import Row, System, TableSpec
 

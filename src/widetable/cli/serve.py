@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import db as _db
+from ..storage import DEFAULT_CACHE_MB
 from .app import DEFAULT_DATA, DataOpt, command
 from .literals import CliError
 
@@ -38,7 +39,7 @@ def serve(
     sync: Annotated[bool, typer.Option("--sync", help="fsync every write (power-loss safe).")] = False,
     cache_mb: Annotated[
         int, typer.Option("--cache-mb", min=0, help="RocksDB block cache in MB (filled as data is read; 0 = off).")
-    ] = 256,
+    ] = DEFAULT_CACHE_MB,
     access_log: Annotated[bool, typer.Option("--access-log", help="Log every request.")] = False,
     capacity: Annotated[
         int,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from .engine import Batch, Engine
 from .memory import MemoryEngine
 
+DEFAULT_CACHE_MB = 256  # RocksDB's block cache (``rocks.rocks_options``), filled as data is read
+
 
 def open_engine(path: str | None, engine: str = "rocksdb", sync: bool = False,
                 cache_mb: int | None = None) -> Engine:
@@ -20,9 +22,9 @@ def open_engine(path: str | None, engine: str = "rocksdb", sync: bool = False,
         return MemoryEngine()
     if not path:
         raise ParameterInvalid("a RocksDB store needs a directory path")
-    from .rocks import DEFAULT_CACHE_MB, RocksEngine
+    from .rocks import RocksEngine
 
     return RocksEngine(path, sync=sync, cache_mb=DEFAULT_CACHE_MB if cache_mb is None else cache_mb)
 
 
-__all__ = ["Batch", "Engine", "MemoryEngine", "open_engine"]
+__all__ = ["DEFAULT_CACHE_MB", "Batch", "Engine", "MemoryEngine", "open_engine"]

@@ -18,6 +18,7 @@ from rocksdict import (
 )
 
 from ..errors import WidetableError
+from . import DEFAULT_CACHE_MB
 
 
 def _holding(items, opts: ReadOptions, end: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -27,7 +28,6 @@ def _holding(items, opts: ReadOptions, end: bytes) -> Iterator[tuple[bytes, byte
     del opts, end
 
 
-DEFAULT_CACHE_MB = 256
 BLOOM_BITS = 10  # per key: about 1% false positives, ~1.2 bytes a key
 
 

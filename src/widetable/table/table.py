@@ -225,16 +225,9 @@ class Table:
         select versions; ``columns`` projects; ``filter`` is a Filter or a
         ColumnPagination.
         """
-        # stored_row(pk), inlined: the point read is the hottest call there is
-        if type(pk) is tuple and not self._unusable:
-            key = self._prefix + self._encode(pk)
-        else:
-            key = self._key(pk)[1]
-        part = self._route_read(key)
-        blob = self._get(key)
+        blob = self.stored_row(pk)
         if blob is None:
             return None
-        part.bytes_read += len(blob)
         if (
             self._plain_reads and columns is None and max_versions is None
             and time_range is None and filter is None
@@ -428,8 +421,7 @@ class Table:
         if type(columns) is dict:
             latest = plain_cells(columns)
             if latest is not None:
-                if not self._pk_name_set.isdisjoint(latest):
-                    self._reject_pk_names(latest)
+                self._reject_pk_names(latest)
                 if self._defined:
                     self._check_defined(latest.items())
                 if decoded is not None:
@@ -453,12 +445,14 @@ class Table:
         return self._encode_new_row(pk, cells, now)
 
     def _reject_pk_names(self, names: object) -> None:
-        """Attribute columns may not reuse a primary-key column's name, as in Tablestore."""
-        clash = sorted(self._pk_name_set.intersection(names))  # type: ignore[arg-type]
-        if clash:
-            raise ParameterInvalid(
-                f"attribute column {clash[0]!r} has the name of a primary key column"
-            )
+        """Attribute columns may not reuse a primary-key column's name, as in Tablestore.
+
+        ``names`` is a collection (it may be read twice): the common case, no clash,
+        costs one ``isdisjoint``."""
+        if self._pk_name_set.isdisjoint(names):  # type: ignore[arg-type]
+            return
+        clash = min(self._pk_name_set.intersection(names))  # type: ignore[arg-type]
+        raise ParameterInvalid(f"attribute column {clash!r} has the name of a primary key column")
 
     def _check_defined(self, cells: object) -> None:
         """Values of predefined columns must have the declared type (OTSParameterInvalid)."""
@@ -520,8 +514,7 @@ class Table:
         names = [c[0] for c in puts]
         if total != len(puts):
             names += [n for n, _ in incs] + del_columns + [n for n, _ in del_versions]
-        if not self._pk_name_set.isdisjoint(names):
-            self._reject_pk_names(names)
+        self._reject_pk_names(names)
         if self._defined:
             self._check_defined([(c[0], c[1]) for c in puts] + [(n, 0) for n, _ in incs])
         if incs:
