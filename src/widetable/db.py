@@ -94,6 +94,10 @@ class Database:
             self._partitions.open_table(self._tables[schema.name])
             self._indexes.open_table(self._tables[schema.name])
         self._stop = threading.Event()
+        # Tables whose max_versions went down since the last background purge (their rows
+        # may hold versions past it); None: the next pass covers every table (see _purge_round).
+        self._purge_due: set[str] | None = None
+        self._purge_due_lock = threading.Lock()
         self._purger: threading.Thread | None = None
         if purge_interval:
             self._purger = threading.Thread(
@@ -290,6 +294,10 @@ class Database:
                 schema = replace(schema, stream_retention=_check_retention(stream_retention))
             self._engine.put(layout.catalog_key(name), schema.to_json())
             table._set_schema(schema)
+            if options.max_versions < old.max_versions:
+                with self._purge_due_lock:
+                    if self._purge_due is not None:
+                        self._purge_due.add(name)
             self._partitions.configure(table)
             if stream is not None:
                 self._indexes.configure(table)
@@ -532,10 +540,28 @@ class Database:
                 changed += 1
         return changed
 
+    def _purge_round(self) -> int:
+        """One background purge; returns rows changed.
+
+        Only a table with a TTL gains expired cells as time passes. Every write
+        trims versions to max_versions, so a table without TTL holds surplus
+        versions only after update_table lowered max_versions: it is purged in
+        the next round, and the first round after opening purges every table
+        (the store may have closed before such a purge ran). The other rounds
+        leave TTL-less tables unread instead of decoding every row of them.
+        """
+        with self._purge_due_lock:
+            due, self._purge_due = self._purge_due, set()
+        changed = 0
+        for table in list(self._tables.values()):
+            if due is None or table.schema.options.ttl >= 0 or table.name in due:
+                changed += self._purge_table(table)
+        return changed
+
     def _purge_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
             try:
-                self.purge_expired()
+                self._purge_round()
             except WidetableError:
                 if self._closed:
                     return
