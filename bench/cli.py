@@ -76,6 +76,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="fraction of each op list run untimed first (default 0.05)",
     )
     p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="passes over every system (default 1); with more, each figure is the median "
+        "of the passes and each ratio the median of the passes' ratios, shown with their "
+        "range; the systems' order rotates from pass to pass",
+    )
+    p.add_argument(
         "--profile",
         action="store_true",
         help="profile the widetable runs with pyinstrument (its figures then "
@@ -86,6 +94,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--records must be at least 10 and --operations at least 1")
     if not 0 <= args.warmup < 1:
         p.error("--warmup must be in [0, 1)")
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
     return args
 
 
@@ -117,6 +127,7 @@ def _run_system(
     args: argparse.Namespace,
     console: Console,
     results: list[PhaseResult],
+    round_no: int = 0,
 ) -> None:
     system = create(name)
     memory.release_free_memory()
@@ -128,13 +139,14 @@ def _run_system(
         raise
 
     def report_phase(r: PhaseResult) -> None:
+        r.round = round_no
         results.append(r)
         miss = f", {r.misses} reads found nothing" if r.misses else ""
         console.print(
             f"  {r.system:<11} {r.suite:<8} {r.workload:<17} {r.throughput:>12,.0f} {r.unit}{miss}"
         )
 
-    profiler = _profiler(console) if args.profile and name == "widetable" else None
+    profiler = _profiler(console) if args.profile and name == "widetable" and not round_no else None
     try:
         if profiler is not None:
             profiler.start()
@@ -200,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         f"widetable bench: {args.records:,} records, {args.operations:,} operations, "
         f"YCSB {','.join(ycsb_w) or '-'}, Bigtable {','.join(bt) or '-'}, "
         f"systems {','.join(systems)}"
+        + (f", {args.repeat} passes" if args.repeat > 1 else "")
     )
     busy = _load_average()
     if busy is not None and busy > 0.5 * (os.cpu_count() or 1):
@@ -217,17 +230,24 @@ def main(argv: list[str] | None = None) -> int:
     old_term = signal.signal(signal.SIGTERM, _on_sigterm)
     root = Path(tempfile.mkdtemp(prefix="widetable-bench-"))
     try:
-        for name in systems:
-            console.print(f"[bold]{name}[/bold]")
-            try:
-                _run_system(name, plan, root / name, args, console, results)
-            except SystemUnavailable as exc:
-                skipped[name] = str(exc)
-                console.print(f"  [yellow]skipped:[/yellow] {exc}")
-            except Exception as exc:  # noqa: BLE001 - one broken system must not hide the others
-                skipped[name] = f"failed: {type(exc).__name__}: {exc}"
-                console.print(f"  [red]failed:[/red] {traceback.format_exc()}")
-            _settle(root / name)
+        for round_no in range(args.repeat):
+            # Each pass starts one system further on, so no system always runs first
+            # (or right after the same neighbour) when the machine's load drifts.
+            turn = round_no % len(systems)
+            for name in systems[turn:] + systems[:turn]:
+                if name in skipped:
+                    continue  # unavailable or broken in an earlier pass: not retried
+                pass_label = f" (pass {round_no + 1} of {args.repeat})" if args.repeat > 1 else ""
+                console.print(f"[bold]{name}[/bold]{pass_label}")
+                try:
+                    _run_system(name, plan, root / name, args, console, results, round_no)
+                except SystemUnavailable as exc:
+                    skipped[name] = str(exc)
+                    console.print(f"  [yellow]skipped:[/yellow] {exc}")
+                except Exception as exc:  # noqa: BLE001 - one broken system must not hide the others
+                    skipped[name] = f"failed: {type(exc).__name__}: {exc}"
+                    console.print(f"  [red]failed:[/red] {traceback.format_exc()}")
+                _settle(root / name)
     except KeyboardInterrupt:
         console.print("[red]interrupted[/red]: servers stopped, temporary data removed")
         return 130
@@ -253,6 +273,7 @@ def _meta(
         "operations": args.operations,
         "seed": args.seed,
         "warmup": args.warmup,
+        "repeat": args.repeat,
         "ycsb_workloads": ycsb_w,
         "bigtable_experiments": bt,
         "systems": systems,

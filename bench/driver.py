@@ -49,6 +49,7 @@ class PhaseResult:
     peak_rss_mb: float | None
     server_mb: float | None
     misses: int
+    round: int = 0  # which pass over the systems measured it (``--repeat``)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,9 +1,15 @@
-"""Terminal tables, targets, the JSON file and the PNG chart of one run."""
+"""Terminal tables, targets, the JSON file and the PNG chart of one run.
+
+A run of several passes (``--repeat``) is summed up per system and workload by
+``medians``, and each ratio is the median of the passes' ratios (a system's
+figure in one pass against its peer's in the same pass), with their range.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +32,9 @@ class Target:
     workload: str
     minimum: float
     strict: bool  # True: must be ahead (ratio > minimum), not merely equal
-    ratio: float | None  # None when either side did not run
+    ratio: float | None  # None when either side did not run; the median over passes
     subject: str = SUBJECT  # whose throughput is divided by the peer's
+    spread: tuple[float, float] | None = None  # lowest and highest ratio, over 2+ passes
 
     @property
     def status(self) -> str:
@@ -44,18 +51,68 @@ class Target:
 
 
 def _index(results: list[PhaseResult]) -> dict[tuple[str, str, str], PhaseResult]:
+    """One result per (suite, workload, system): pass ``medians(results)``."""
     return {(r.suite, r.workload, r.system): r for r in results}
+
+
+def medians(results: list[PhaseResult]) -> list[PhaseResult]:
+    """One result per (suite, workload, system), in first-seen order: the median over its
+    passes of throughput, time and latencies; the largest memory and misses. A system
+    measured once keeps its result as it is; a summary of several has ``round`` -1."""
+    groups: dict[tuple[str, str, str], list[PhaseResult]] = {}
+    for r in results:
+        groups.setdefault((r.suite, r.workload, r.system), []).append(r)
+    out = []
+    for rs in groups.values():
+        if len(rs) == 1:
+            out.append(rs[0])
+            continue
+        med = statistics.median
+        memory = [r.peak_rss_mb for r in rs if r.peak_rss_mb is not None]
+        server = [r.server_mb for r in rs if r.server_mb is not None]
+        out.append(replace(
+            rs[0], seconds=med(r.seconds for r in rs), throughput=med(r.throughput for r in rs),
+            p50_us=med(r.p50_us for r in rs), p99_us=med(r.p99_us for r in rs),
+            peak_rss_mb=max(memory) if memory else None, server_mb=max(server) if server else None,
+            misses=max(r.misses for r in rs), round=-1,
+        ))
+    return out
+
+
+def pass_ratios(
+    results: list[PhaseResult], suite: str, workload: str, peer: str, subject: str = SUBJECT
+) -> list[float]:
+    """``subject`` throughput / peer throughput on one workload, one per pass where both ran."""
+    by_pass = {(r.round, r.suite, r.workload, r.system): r for r in results}
+    out = []
+    for n in sorted({r.round for r in results}):
+        ours, theirs = by_pass.get((n, suite, workload, subject)), by_pass.get((n, suite, workload, peer))
+        if ours is not None and theirs is not None and theirs.throughput > 0:
+            out.append(ours.throughput / theirs.throughput)
+    return out
 
 
 def ratio(
     results: list[PhaseResult], suite: str, workload: str, peer: str, subject: str = SUBJECT
 ) -> float | None:
-    """``subject`` throughput / peer throughput on one workload, or None if either is missing."""
-    idx = _index(results)
-    ours, theirs = idx.get((suite, workload, subject)), idx.get((suite, workload, peer))
-    if ours is None or theirs is None or theirs.throughput <= 0:
-        return None
-    return ours.throughput / theirs.throughput
+    """The median of :func:`pass_ratios` (the ratio itself, for one pass), or None if
+    either side never ran."""
+    ratios = pass_ratios(results, suite, workload, peer, subject)
+    return statistics.median(ratios) if ratios else None
+
+
+def ratio_spread(
+    results: list[PhaseResult], suite: str, workload: str, peer: str, subject: str = SUBJECT
+) -> tuple[float, float] | None:
+    """The lowest and highest of :func:`pass_ratios`, when there are two or more."""
+    ratios = pass_ratios(results, suite, workload, peer, subject)
+    return (min(ratios), max(ratios)) if len(ratios) > 1 else None
+
+
+def _target(peer: str, workload: str, minimum: float, strict: bool, results: list[PhaseResult],
+            subject: str = SUBJECT) -> Target:
+    return Target(peer, workload, minimum, strict, ratio(results, "ycsb", workload, peer, subject),
+                  subject, ratio_spread(results, "ycsb", workload, peer, subject))
 
 
 def targets(results: list[PhaseResult]) -> list[Target]:
@@ -63,16 +120,13 @@ def targets(results: list[PhaseResult]) -> list[Target]:
     ran = [w for w in YCSB_ORDER if any(r.suite == "ycsb" and r.workload == w for r in results)]
     out = []
     for peer in ("sqlite", "postgresql"):
-        out += [Target(peer, w, 1.0, True, ratio(results, "ycsb", w, peer)) for w in ran]
+        out += [_target(peer, w, 1.0, True, results) for w in ran]
     # Through the server too, against PostgreSQL over its socket, once the server ran.
     if any(r.system == SERVER for r in results):
-        out += [
-            Target("postgresql", w, 1.0, True, ratio(results, "ycsb", w, "postgresql", SERVER), SERVER)
-            for w in ran
-        ]
+        out += [_target("postgresql", w, 1.0, True, results, SERVER) for w in ran]
     for w in ("C", "load"):
         if w in ran:
-            out.append(Target("rocksdict", w, 0.5, False, ratio(results, "ycsb", w, "rocksdict")))
+            out.append(_target("rocksdict", w, 0.5, False, results))
     return out
 
 
@@ -80,6 +134,12 @@ def _fmt(value: float | None, digits: int = 0) -> str:
     if value is None:
         return "n/a"
     return f"{value:,.{digits}f}"
+
+
+def _fmt_ratio(value: float | None, spread: tuple[float, float] | None, unit: str = "") -> str:
+    """``1.07x``, or ``1.07x (0.95-1.19)`` with the range over passes."""
+    text = _fmt(value, 2) + unit
+    return text if spread is None else f"{text} ({spread[0]:.2f}-{spread[1]:.2f})"
 
 
 def _results_table(title: str, rows: list[PhaseResult], order: tuple[str, ...]) -> Table:
@@ -106,14 +166,17 @@ def _ratio_table(results: list[PhaseResult], suite: str, order: tuple[str, ...])
     workloads = [w for w in order if any(r.suite == suite and r.workload == w for r in results)]
     if not peers or not workloads:
         return None
-    table = Table(
-        title=f"{suite}: widetable ÷ peer throughput (>1: widetable faster)", title_justify="left"
-    )
+    several = len({r.round for r in results}) > 1
+    title = f"{suite}: widetable ÷ peer throughput (>1: widetable faster)"
+    if several:
+        title += "; median of the passes' ratios (lowest-highest)"
+    table = Table(title=title, title_justify="left")
     table.add_column("workload")
     for p in peers:
         table.add_column(p, justify="right")
     for w in workloads:
-        table.add_row(w, *[_fmt(ratio(results, suite, w, p), 2) + "x" for p in peers])
+        table.add_row(w, *[_fmt_ratio(ratio(results, suite, w, p),
+                                      ratio_spread(results, suite, w, p), "x") for p in peers])
     return table
 
 
@@ -141,18 +204,21 @@ def _bigtable_table(results: list[PhaseResult]) -> Table:
 def print_report(
     console: Console, results: list[PhaseResult], skipped: dict[str, str]
 ) -> list[Target]:
-    ycsb_rows = [r for r in results if r.suite == "ycsb"]
-    bt_rows = [r for r in results if r.suite == "bigtable"]
+    summary = medians(results)
+    passes = len({r.round for r in results})
+    of = f", median of {passes} passes" if passes > 1 else ""
+    ycsb_rows = [r for r in summary if r.suite == "ycsb"]
+    bt_rows = [r for r in summary if r.suite == "bigtable"]
     if ycsb_rows:
-        console.print(
-            _results_table("YCSB (load: rows/s, latency per 200-row batch)", ycsb_rows, YCSB_ORDER)
-        )
+        console.print(_results_table(
+            f"YCSB (load: rows/s, latency per 200-row batch{of})", ycsb_rows, YCSB_ORDER))
         t = _ratio_table(results, "ycsb", YCSB_ORDER)
         if t is not None:
             console.print(t)
     if bt_rows:
-        console.print(_results_table("Bigtable experiments", bt_rows, bigtable.EXPERIMENTS))
-        console.print(_bigtable_table(results))
+        title = "Bigtable experiments" + (f" (median of {passes} passes)" if of else "")
+        console.print(_results_table(title, bt_rows, bigtable.EXPERIMENTS))
+        console.print(_bigtable_table(summary))
         t = _ratio_table(results, "bigtable", bigtable.EXPERIMENTS)
         if t is not None:
             console.print(t)
@@ -170,7 +236,7 @@ def print_report(
         for g in goals:
             table.add_row(
                 g.describe(),
-                _fmt(g.ratio, 2),
+                _fmt_ratio(g.ratio, g.spread),
                 f"[{colour[g.status]}]{g.status}[/{colour[g.status]}]",
             )
         console.print(table)
@@ -184,19 +250,20 @@ def write_json(
     skipped: dict[str, str],
     goals: list[Target],
 ) -> None:
+    systems = sorted({r.system for r in results} - {SUBJECT})
+    workloads = {suite: list(dict.fromkeys(r.workload for r in results if r.suite == suite))
+                 for suite in ("ycsb", "bigtable")}
     doc = {
         "meta": meta,
-        "results": [r.to_json() for r in results],
+        "results": [r.to_json() for r in results],  # every pass (``round``)
+        "medians": [r.to_json() for r in medians(results)],
         "ratios": {
-            suite: {
-                w: {
-                    p: ratio(results, suite, w, p)
-                    for p in sorted({r.system for r in results})
-                    if p != SUBJECT
-                }
-                for w in dict.fromkeys(r.workload for r in results if r.suite == suite)
-            }
-            for suite in ("ycsb", "bigtable")
+            suite: {w: {p: ratio(results, suite, w, p) for p in systems} for w in names}
+            for suite, names in workloads.items()
+        },
+        "pass_ratios": {
+            suite: {w: {p: pass_ratios(results, suite, w, p) for p in systems} for w in names}
+            for suite, names in workloads.items()
         },
         "bigtable_2006_hardware": bigtable.PAPER_2006,
         "targets": [
@@ -206,6 +273,7 @@ def write_json(
                 "workload": g.workload,
                 "minimum": g.minimum,
                 "ratio": g.ratio,
+                "ratio_range": list(g.spread) if g.spread is not None else None,
                 "status": g.status,
             }
             for g in goals
@@ -222,6 +290,7 @@ def write_png(path: Path, results: list[PhaseResult]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    results = medians(results)
     suites = [s for s in ("ycsb", "bigtable") if any(r.suite == s for r in results)]
     fig, axes = plt.subplots(
         len(suites) or 1, 1, figsize=(12, 4.5 * max(len(suites), 1)), squeeze=False

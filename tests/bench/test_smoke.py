@@ -90,3 +90,40 @@ def test_bench_server_smoke(capsys) -> None:
     for line in rows:
         ratio = float(line[5] if line[0] == "(over" else line[3])
         assert ratio > 0, out
+
+
+def test_repeat_reports_medians_of_the_passes(tmp_path: Path) -> None:
+    systems = ["widetable", "sqlite"]
+    argv = ["--records", "200", "--operations", "200", "--systems", ",".join(systems),
+            "--workloads", "C,random-reads", "--repeat", "3", "--out", str(tmp_path)]
+    assert bench.main(argv) == 0
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["meta"]["repeat"] == 3
+    raw = doc["results"]
+    assert sorted({r["round"] for r in raw}) == [0, 1, 2]
+    # The systems' order rotates: each pass starts one system further on.
+    assert [next(r["system"] for r in raw if r["round"] == n) for n in range(3)] == [
+        "widetable", "sqlite", "widetable"]
+    for suite, workload in (("ycsb", "load"), ("ycsb", "C"), ("bigtable", "random-reads")):
+        runs = {s: [r for r in raw if (r["suite"], r["workload"], r["system"]) == (suite, workload, s)]
+                for s in systems}
+        assert all(len(v) == 3 for v in runs.values())
+        summary = next(m for m in doc["medians"]
+                       if (m["suite"], m["workload"], m["system"]) == (suite, workload, "widetable"))
+        assert summary["throughput"] == sorted(r["throughput"] for r in runs["widetable"])[1]
+        per_pass = [w["throughput"] / s["throughput"]
+                    for w, s in zip(sorted(runs["widetable"], key=lambda r: r["round"]),
+                                    sorted(runs["sqlite"], key=lambda r: r["round"]))]
+        assert doc["pass_ratios"][suite][workload]["sqlite"] == pytest.approx(per_pass)
+        assert doc["ratios"][suite][workload]["sqlite"] == pytest.approx(sorted(per_pass)[1])
+    target = next(t for t in doc["targets"] if t["target"] == "ahead of sqlite on C")
+    per_pass = doc["pass_ratios"]["ycsb"]["C"]["sqlite"]
+    assert target["ratio"] == pytest.approx(sorted(per_pass)[1])
+    assert target["ratio_range"] == pytest.approx([min(per_pass), max(per_pass)])
+
+
+def test_repeat_must_be_positive(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--repeat", "0"])
+    assert exc.value.code == 2
+    assert "--repeat must be at least 1" in capsys.readouterr().err
