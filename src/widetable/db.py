@@ -553,9 +553,14 @@ class Database:
         with self._purge_due_lock:
             due, self._purge_due = self._purge_due, set()
         changed = 0
-        for table in list(self._tables.values()):
-            if due is None or table.schema.options.ttl >= 0 or table.name in due:
-                changed += self._purge_table(table)
+        try:
+            for table in list(self._tables.values()):
+                if due is None or table.schema.options.ttl >= 0 or table.name in due:
+                    changed += self._purge_table(table)
+        except BaseException:
+            with self._purge_due_lock:  # a round that failed is owed again in full
+                self._purge_due = None if due is None else due | self._purge_due  # type: ignore[operator]
+            raise
         return changed
 
     def _purge_loop(self, interval: float) -> None:

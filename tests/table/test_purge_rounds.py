@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 import widetable
 from widetable.table import rowcodec
 from widetable.table.values import now_ms
@@ -88,3 +90,23 @@ def test_background_thread_trims_a_lowered_max_versions(tmp_path) -> None:
         while _stored_versions(db, "mv", ("a",)) != 1:
             assert time.monotonic() < deadline, "the purge thread did not trim the row"
             time.sleep(0.02)
+
+
+def test_a_failed_round_is_owed_again(tmp_path) -> None:
+    now = now_ms()
+    with widetable.open(str(tmp_path), purge_interval=None) as db:
+        db.create_table("mv", [("k", "STRING")], max_versions=3)
+        db._purge_round()
+        db.table("mv").put_row(("a",), [("x", i, now - 10 + i) for i in range(3)])
+        db.update_table("mv", max_versions=1)
+        purge_table = db._purge_table
+
+        def failing(table):
+            raise OSError("disk went away")
+
+        db._purge_table = failing
+        with pytest.raises(OSError, match="disk went away"):
+            db._purge_round()
+        db._purge_table = purge_table
+        assert db._purge_round() == 1
+        assert _stored_versions(db, "mv", ("a",)) == 1
