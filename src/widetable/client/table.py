@@ -63,6 +63,14 @@ def read_row(buf: bytes) -> Row:
     return Row(pk, dict(zip(names, values)), first if shared else dict(zip(names, stamps)))
 
 
+def _check_timestamp(t: object, time_range: object) -> None:
+    """A time_range bound the protobuf message can hold; the server checks the rest."""
+    if type(t) is not int or not 0 <= t < 2**63:
+        raise ParameterInvalid(
+            f"time_range must be (start_ms, end_ms) with 0 <= start < end, or one timestamp "
+            f"(>= 0); got {describe(time_range)}")
+
+
 def fill_read(msg, columns, max_versions, time_range, filter) -> None:
     """Set the read options of a GetRow / GetRange / batch item message."""
     if columns is not None:
@@ -70,10 +78,13 @@ def fill_read(msg, columns, max_versions, time_range, filter) -> None:
             raise ParameterInvalid(f"columns must be a list of column names, got {describe(columns)}")
         msg.columns_to_get.extend(columns)
     if type(time_range) is int:
+        _check_timestamp(time_range, time_range)
         msg.time_range.specific_time = time_range
     elif time_range is not None:
         if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
             raise ParameterInvalid(f"time_range must be (start_ms, end_ms), got {describe(time_range)}")
+        for t in time_range:
+            _check_timestamp(t, time_range)
         msg.time_range.start_time, msg.time_range.end_time = time_range
     if max_versions is not None:
         if type(max_versions) is not int or not 0 < max_versions < 2**31:

@@ -20,6 +20,7 @@ from google.protobuf.message import DecodeError
 from ..errors import NotSupported, ParameterInvalid, describe
 from ..keys.codec import INF_MAX, INF_MIN
 from ..table.filters import (
+    MAX_FILTER_DEPTH,
     ColumnPagination,
     CompositeFilter,
     Condition,
@@ -33,7 +34,6 @@ from .plainbuffer import Cell, PlainRow
 from .proto import enum_value, pb
 
 CU_BYTES = 4096
-MAX_FILTER_DEPTH = 32
 
 FT_SINGLE = enum_value("FilterType", "FT_SINGLE_COLUMN_VALUE")
 FT_COMPOSITE = enum_value("FilterType", "FT_COMPOSITE_COLUMN_VALUE")
@@ -428,10 +428,11 @@ def encode_condition(msg, condition: Condition | None) -> None:
         msg.column_condition = encode_filter(condition.column_condition)
 
 
-def time_range_of(msg) -> tuple[int, int] | None:
-    """A ``TimeRange`` message as ``(start_ms, end_ms)``; a specific time is one ms wide."""
+def time_range_of(msg) -> tuple[int, int] | int | None:
+    """A ``TimeRange`` message as ``(start_ms, end_ms)``, or a specific time as that one
+    timestamp (the library checks both)."""
     if msg.HasField("specific_time"):
-        return (msg.specific_time, msg.specific_time + 1)
+        return msg.specific_time
     if msg.HasField("start_time") or msg.HasField("end_time"):
         return (msg.start_time if msg.HasField("start_time") else 0,
                 msg.end_time if msg.HasField("end_time") else 2**63 - 1)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import fastcrc
 
-from ..errors import ParameterInvalid
+from ..errors import ParameterInvalid, describe
 from ..keys.codec import INF_MAX, INF_MIN
 from ..table.schema import AUTO_INCREMENT
 
@@ -143,6 +143,8 @@ _LEN_HEAD = struct.Struct("<BI")  # type byte, payload length (STRING, BLOB)
 def _name_head(name: str) -> tuple[bytes, int]:
     hit = _NAME_HEADS.get(name) if type(name) is str else None
     if hit is None:
+        if not isinstance(name, str):
+            raise ParameterInvalid(f"column name {describe(name)} must be a string")
         raw = name.encode("utf-8")
         hit = (bytes((TAG_CELL, TAG_CELL_NAME)) + _U32.pack(len(raw)) + raw, _crc(raw, 0))
         if type(name) is str and len(_NAME_HEADS) < _NAME_CACHE_MAX:

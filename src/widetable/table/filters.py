@@ -12,7 +12,7 @@ import ast
 import enum
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import ParameterInvalid, describe
 from .schema import check_name
@@ -56,11 +56,23 @@ class Filter:
     def needs_versions(self) -> bool:
         return False
 
+    @property
+    def depth(self) -> int:
+        """Levels of nesting: 1 for a single-column filter."""
+        return 1
+
+    def __bool__(self) -> bool:
+        # ``0 < col("n") < 3`` and ``f and g`` would keep one side and drop the other.
+        raise ParameterInvalid(
+            "a filter has no truth value: combine filters with &, | and ~, and write a range "
+            "as (col('n') > 0) & (col('n') < 3)"
+        )
+
     def __and__(self, other: Filter) -> Filter:
-        return CompositeFilter("AND", (self, _check_filter(other)))
+        return _joined("AND", self, _check_filter(other))
 
     def __or__(self, other: Filter) -> Filter:
-        return CompositeFilter("OR", (self, _check_filter(other)))
+        return _joined("OR", self, _check_filter(other))
 
     def __invert__(self) -> Filter:
         return CompositeFilter("NOT", (self,))
@@ -70,6 +82,22 @@ def _check_filter(f: object) -> Filter:
     if not isinstance(f, Filter):
         raise ParameterInvalid(f"expected a filter, got {describe(f)}")
     return f
+
+
+def _joined(op: str, a: Filter, b: Filter) -> Filter:
+    """``a op b``, flattened: ``f & g & h`` is one AND of three, not two nested ANDs, so a
+    chain of any length stays within MAX_FILTER_DEPTH."""
+    parts = []
+    for f in (a, b):
+        if type(f) is CompositeFilter and f.op == op:
+            parts += f.filters
+        else:
+            parts.append(f)
+    return CompositeFilter(op, tuple(parts))
+
+
+MAX_FILTER_DEPTH = 32  # levels of AND/OR/NOT nesting a filter may have (both APIs)
+_FLAGS = ("pass_if_missing", "latest_version_only")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +116,15 @@ class SingleColumnFilter(Filter):
 
     def __post_init__(self) -> None:
         check_name(self.column, "column name")
-        if self.op not in _OPS:
-            raise ParameterInvalid(f"unknown comparison {self.op!r}; use one of {list(_OPS)}")
-        check_value(self.column, self.value)
+        if type(self.op) is not str or self.op not in _OPS:
+            raise ParameterInvalid(f"unknown comparison {describe(self.op)}; use one of {list(_OPS)}")
+        # The value as a write stores it (a bytearray or memoryview becomes bytes), so it
+        # compares with stored values.
+        object.__setattr__(self, "value", check_value(self.column, self.value))
+        for flag in _FLAGS:
+            if type(getattr(self, flag)) is not bool:
+                raise ParameterInvalid(
+                    f"{flag} must be True or False, got {describe(getattr(self, flag))}")
 
     @property
     def needs_versions(self) -> bool:
@@ -116,16 +150,26 @@ class CompositeFilter(Filter):
 
     op: str
     filters: tuple[Filter, ...]
+    depth: int = field(init=False, repr=False, compare=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
-        if self.op not in ("AND", "OR", "NOT"):
-            raise ParameterInvalid(f"unknown logical operator {self.op!r}")
+        if type(self.op) is not str or self.op not in ("AND", "OR", "NOT"):
+            raise ParameterInvalid(f"unknown logical operator {describe(self.op)}; use AND, OR or NOT")
+        if isinstance(self.filters, list):
+            object.__setattr__(self, "filters", tuple(self.filters))
+        if type(self.filters) is not tuple:
+            raise ParameterInvalid(
+                f"{self.op} takes a tuple or list of filters, got {describe(self.filters)}")
         if self.op == "NOT" and len(self.filters) != 1:
             raise ParameterInvalid("NOT takes exactly one filter")
         if not self.filters:
             raise ParameterInvalid(f"{self.op} needs at least one filter")
         for f in self.filters:
             _check_filter(f)
+        depth = 1 + max(f.depth for f in self.filters)
+        if depth > MAX_FILTER_DEPTH:
+            raise ParameterInvalid(f"filter nests deeper than {MAX_FILTER_DEPTH} levels")
+        object.__setattr__(self, "depth", depth)
 
     @property
     def needs_versions(self) -> bool:
@@ -162,6 +206,9 @@ class col:
         self.name = check_name(name, "column name")
 
     def _make(self, op: str, value: object, **kw: bool) -> SingleColumnFilter:
+        unknown = sorted(set(kw) - set(_FLAGS))
+        if unknown:
+            raise ParameterInvalid(f"unknown filter option {unknown[0]!r}; use {' or '.join(_FLAGS)}")
         return SingleColumnFilter(self.name, op, value, **kw)
 
     def __eq__(self, value: object) -> SingleColumnFilter:  # type: ignore[override]
@@ -249,11 +296,16 @@ def parse_filter(text: str) -> Filter:
     Used by the CLI. Values are Python literals, ``true``/``false`` included;
     a name on either side of a comparison is a column.
     """
+    if type(text) is not str:
+        raise ParameterInvalid(f"a filter to parse must be text, got {describe(text)}")
     try:
         tree = ast.parse(text, mode="eval")
+        return _from_ast(tree.body, text)
     except SyntaxError as exc:
-        raise ParameterInvalid(f"cannot parse filter {text!r}: {exc.msg}") from None
-    return _from_ast(tree.body, text)
+        raise ParameterInvalid(f"cannot parse filter {describe(text)}: {exc.msg}") from None
+    except (RecursionError, MemoryError):  # the parser's own limit, before ours
+        raise ParameterInvalid(
+            f"filter nests deeper than {MAX_FILTER_DEPTH} levels: {describe(text)}") from None
 
 
 _NAMED_LITERALS = {"true": True, "false": False, "True": True, "False": False}

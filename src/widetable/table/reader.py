@@ -9,6 +9,7 @@ from .filters import ColumnPagination, Filter
 from .row import Row
 from .rowcodec import decode_versions
 from .schema import check_name
+from .values import MAX_TIMESTAMP
 
 Reader = Callable[[list], "Row | None"]
 
@@ -19,10 +20,10 @@ def plain_row(row: list) -> Row:
 
 
 def check_time_range(time_range: object) -> tuple[int, int] | None:
-    """``(start_ms, end_ms)`` half-open, or one timestamp meaning exactly that version."""
+    """``(start_ms, end_ms)`` half-open, or one timestamp (>= 0) meaning exactly that version."""
     if time_range is None:
         return None
-    if type(time_range) is int:
+    if type(time_range) is int and 0 <= time_range < MAX_TIMESTAMP:
         return (time_range, time_range + 1)
     if (
         isinstance(time_range, (tuple, list))
@@ -100,7 +101,7 @@ def make_reader(
         raise ParameterInvalid(f"filter must be a Filter or ColumnPagination, got {describe(filter)}")
     if wanted is None and mv == 1 and tr is None and filter is None and cutoff_ms is None:
         return plain_row
-    multi = mv > 1 or tr is not None or cutoff_ms is not None or (cond and cond.needs_versions)
+    multi = mv > 1 or tr is not None or cutoff_ms is not None or (cond is not None and cond.needs_versions)
 
     def read(row: list) -> Row | None:
         latest, stamps = row[2], row[3]

@@ -30,8 +30,8 @@ def now_ms() -> int:
 
 
 def check_column_name(name: object) -> str:
-    if name in _valid_names:
-        return name  # type: ignore[return-value]
+    if type(name) is str and name in _valid_names:  # a list would fail the set lookup itself
+        return name
     check_name(name, "column name")
     if len(_valid_names) < 100_000:
         _valid_names.add(name)  # type: ignore[arg-type]
