@@ -158,7 +158,11 @@ class IndexManager:
         view = self._open_index(table, spec)
         if include_base_data:
             gi = self.globals.get(name)
-            backfill(self.db, table, index_id, None if gi else view._codec, gi, progress)
+            try:
+                backfill(self.db, table, index_id, None if gi else view._codec, gi, progress)
+            except BaseException:  # e.g. a row whose LOCAL entry key is over the limits
+                self.drop(table, name)  # a refused create_index leaves nothing behind
+                raise
         return view
 
     def drop(self, table: Table, name: str) -> None:

@@ -34,6 +34,7 @@ import time
 from bisect import bisect_right as _bisect
 from collections.abc import Callable
 
+from ..errors import InvalidPK, WidetableError
 from ..keys import codec, layout
 from ..table import rowcodec
 from ..table.values import now_ms
@@ -55,6 +56,26 @@ def _size(items: list) -> int:
     """The memory tail ``items`` take, as TAIL_BYTES counts it."""
     return sum(len(key) + (0 if image is None else len(image)) + ITEM_BYTES
                for key, _, _, image in items)
+
+
+class RowsRefused(Exception):
+    """Rows of a batch whose new LOCAL index entry cannot be made (a key value over the
+    limits); ``errors`` maps each one's row key to its error. Nothing was written: the
+    caller writes the batch again without them, and reports the errors row by row."""
+
+    def __init__(self, errors: dict[bytes, WidetableError]) -> None:
+        super().__init__(f"{len(errors)} rows refused by their local index entries")
+        self.errors = errors
+
+
+def _old_entry(index, row: list) -> tuple[bytes, bytes] | None:
+    """The entry a stored row has in a LOCAL index: None when its key cannot be encoded
+    (the row predates the index, which was created without its base data), so such a
+    row can still be rewritten or deleted."""
+    try:
+        return index.entry(row)
+    except InvalidPK:
+        return None
 
 
 class TableFeed:
@@ -207,7 +228,7 @@ class TableFeed:
         if type(old) is bytes:
             old = _unpack(old)
         for index in self.local:
-            before = index.entry(old)
+            before = _old_entry(index, old)
             after = index.entry(new_row) if new_row is not None else None
             if before is not None and (after is None or before[0] != after[0]):
                 batch.delete(before[0])
@@ -258,15 +279,23 @@ class TableFeed:
 
     def commit_puts(self, batch, groups: dict) -> None:
         """Write ``batch`` (already holding whole-row puts) with the records and local-index
-        entries of ``groups`` = ``{feed: [(key, blob), ...]}``. Callers hold the rows' locks."""
+        entries of ``groups`` = ``{feed: [(key, blob), ...]}``. Callers hold the rows' locks.
+        Raises :class:`RowsRefused`, writing nothing, if a row's new local entry cannot be
+        made."""
         staged: dict = {}
+        refused: dict[bytes, WidetableError] = {}
         for feed, rows in groups.items():
             if feed.local:
                 olds = self.engine.multi_get([key for key, _ in rows])
                 for (key, blob), old in zip(rows, olds):
-                    feed.stage_local(batch, key, old, rowcodec.unpack(blob))
+                    try:
+                        feed.stage_local(batch, key, old, rowcodec.unpack(blob))
+                    except WidetableError as exc:  # its new entry's key is over the limits
+                        refused[key] = exc
             if feed.logged:
                 staged[feed] = [(key, [log.PUT, 0, blob], blob) for key, blob in rows]
+        if refused:
+            raise RowsRefused(refused)
         commit_many(self.engine, batch, staged)
 
     def commit_rows(self, batch, rows: list) -> None:

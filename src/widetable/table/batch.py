@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ParameterInvalid, WidetableError, describe
+from ..stream.feed import RowsRefused
 from . import rowcodec
 from .bulk import plain_puts
 from .filters import as_condition
@@ -139,8 +140,9 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
                 f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it"
             )
     _write_fast(db, results, fast)
-    for table, part, key, size in routed:
-        table._record_write(part, key, size, None)
+    for (index, _, _), (table, part, key, size) in zip(fast, routed):
+        if results[index].error is None:  # not refused by a transaction or a local index
+            table._record_write(part, key, size, None)
     for index, table, values, payload, cond in slow:
         result = results[index]
         try:
@@ -201,7 +203,21 @@ def _write_fast(db: Database, results: list, fast: list) -> None:
                     batch.put(key, blob)
         groups = _change_feeds(db, results, fast)
         if groups:  # tables with a stream or an index: records and index entries join the batch
-            next(iter(groups)).commit_puts(batch, groups)
+            try:
+                next(iter(groups)).commit_puts(batch, groups)
+            except RowsRefused as refused:  # rows a local index cannot take: they fail alone
+                for index, key, _ in fast:
+                    if key in refused.errors:
+                        results[index].error = refused.errors[key]
+                fast = [item for item in fast if item[1] not in refused.errors]
+                batch = db._engine.batch()
+                for _, key, blob in fast:
+                    batch.put(key, blob)
+                groups = _change_feeds(db, results, fast)
+                if groups:
+                    next(iter(groups)).commit_puts(batch, groups)
+                else:
+                    db._engine.write(batch)
         else:
             db._engine.write(batch)
     finally:

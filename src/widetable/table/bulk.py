@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ParameterInvalid, WidetableError
 from ..keys import codec
+from ..stream.feed import RowsRefused
 from . import rowcodec
 from .row import BatchWriteResult
 from .values import (
@@ -76,8 +77,12 @@ def plain_puts(db: Database, requests: list) -> list[BatchWriteResult] | None:
             return None  # a transaction began since the check above: the general path decides
         router = table._router
         if router is not None and router.route_puts(keys, sizes):
-            _commit(db, table, keys, blobs)
-            return [BatchWriteResult(name, "put", pk) for pk in pks]
+            refused = _commit(db, table, keys, blobs)
+            results = [BatchWriteResult(name, "put", pk) for pk in pks]
+            if refused:
+                for result, key in zip(results, keys):
+                    result.error = refused.get(key)
+            return results
         return _route_row_by_row(db, table, requests, keys, blobs)
     finally:
         deque(map(_RELEASE, locks), maxlen=0)
@@ -93,9 +98,12 @@ def _route_row_by_row(db: Database, table, requests: list, keys: list, blobs: li
             accepted.append((i, route(key)))
         except WidetableError as exc:  # throttled
             results[i].error = exc
-    _commit(db, table, [keys[i] for i, _ in accepted], [blobs[i] for i, _ in accepted])
+    refused = _commit(db, table, [keys[i] for i, _ in accepted], [blobs[i] for i, _ in accepted])
     for i, part in accepted:
-        record(part, keys[i], len(blobs[i]), None)
+        if keys[i] in refused:
+            results[i].error = refused[keys[i]]
+        else:
+            record(part, keys[i], len(blobs[i]), None)
     return results
 
 
@@ -116,14 +124,25 @@ def _cells_are_plain(table: object, payloads: list[dict]) -> bool:
     return True
 
 
-def _commit(db: Database, table, keys: list[bytes], blobs: list[bytes]) -> None:
-    """One atomic engine write of every row; the caller holds the rows' locks."""
+def _commit(db: Database, table, keys: list[bytes], blobs: list[bytes]) -> dict:
+    """One atomic engine write of every row; the caller holds the rows' locks. Returns
+    ``{key: error}`` of the rows a local index refused (their key values are over the
+    limits): the others are written without them."""
     if not keys:
-        return
+        return {}
     batch = db._engine.batch()
     deque(map(batch.put, keys, blobs), maxlen=0)
     feed = table._changes  # a stream or an index: records and index entries join the batch
-    if feed is not None:
-        feed.commit_puts(batch, {feed: list(zip(keys, blobs))})
-    else:
+    if feed is None:
         db._engine.write(batch)
+        return {}
+    try:
+        feed.commit_puts(batch, {feed: list(zip(keys, blobs))})
+        return {}
+    except RowsRefused as refused:
+        kept = [(k, b) for k, b in zip(keys, blobs) if k not in refused.errors]
+        batch = db._engine.batch()
+        for key, blob in kept:
+            batch.put(key, blob)
+        feed.commit_puts(batch, {feed: kept})
+        return refused.errors
