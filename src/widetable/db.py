@@ -142,8 +142,8 @@ class Database:
         with self._ddl_lock:
             self._partitions.flush()
             self._closed = True
-            for table in self._tables.values():
-                table._unusable = True
+            for table in [*self._tables.values(), *self._indexes.views.values()]:
+                table._unusable = True  # each checks the store before its next call
             self._engine.close()
 
     def __enter__(self) -> Database:

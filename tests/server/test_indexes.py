@@ -148,3 +148,20 @@ def test_connect_indexes(remote_db) -> None:
     with pytest.raises(WidetableError) as info:
         remote_db.table("g")
     assert info.value.code == "OTSObjectNotExist"
+
+
+def test_sdk_batch_get_row_on_an_index_returns_its_keys(ots) -> None:
+    from tablestore import BatchGetRowRequest, TableInBatchGetRowItem
+
+    meta = TableMeta("t", PK, DEFINED)
+    local = SecondaryIndexMeta("by_ac", ["a", "c"], ["d"], SecondaryIndexType.LOCAL_INDEX)
+    ots.create_table(meta, TableOptions(), ReservedThroughput(CapacityUnit(0, 0)), [local])
+    ots.put_row("t", Row([("a", "x"), ("b", 1)], [("c", "cv"), ("d", 5)]))
+    key = [("a", "x"), ("c", "cv"), ("b", 1)]
+    req = BatchGetRowRequest()
+    req.add(TableInBatchGetRowItem("by_ac", [key, [("a", "x"), ("c", "no"), ("b", 1)]],
+                                   max_version=1))
+    got = ots.batch_get_row(req).get_result_by_table("by_ac")
+    assert got[0].is_ok and got[0].row.primary_key == key
+    assert [c[:2] for c in got[0].row.attribute_columns] == [("d", 5)]
+    assert got[1].is_ok and got[1].row is None

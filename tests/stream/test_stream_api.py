@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import random
 import threading
 
+import msgpack
 import pytest
 
 from widetable import WidetableError
@@ -82,10 +84,22 @@ def test_iterator_positions_and_errors(db):
     at3 = db.get_shard_iterator(sid, 0, 3)
     assert [r.sequence for r in db.get_stream_record(at3, limit=2).records] == [3, 4]
     for bad in (lambda: db.get_shard_iterator(sid, 7), lambda: db.get_stream_record("nope"),
-                lambda: db.get_shard_iterator(sid, 0, "MIDDLE")):
+                lambda: db.get_shard_iterator(sid, 0, "MIDDLE"),
+                lambda: db.get_shard_iterator(sid, 0, 2**64), lambda: db.get_shard_iterator(sid, 0, -1)):
         with pytest.raises(WidetableError) as err:
             bad()
         assert err.value.code == "OTSParameterInvalid"
+    # Iterators are opaque tokens; forged ones with fields out of their ranges are refused.
+    table_id = t.schema.table_id
+    forged = [(table_id, -1, -1), (table_id, 0, -5), (2**40, 0, -1), (table_id, 0, 2**64 - 1),
+              (table_id, 0, "x"), (table_id, 2**32, -1)]
+    for fields in forged:
+        token = base64.urlsafe_b64encode(msgpack.packb([1, *fields])).decode()
+        with pytest.raises(WidetableError, match="invalid shard iterator") as err:
+            db.get_stream_record(token)
+        assert err.value.code == "OTSParameterInvalid", fields
+    far = db.get_shard_iterator(sid, 0, 2**63)  # past every record: an empty page
+    assert db.get_stream_record(far).records == []
 
 
 def test_transactions_and_auto_increment_are_logged(db):

@@ -40,6 +40,8 @@ def check_index(base: TableSchema, name: object, primary_key: object, defined_co
     pk_names = base.pk_names
     cols: list[str] = []
     for col in primary_key:
+        if type(col) is not str:
+            raise ParameterInvalid(f"index primary key column names must be strings, got {describe(col)}")
         if col in cols:
             raise ParameterInvalid(f"index primary key names column {describe(col)} twice")
         if col not in pk_names:
@@ -59,8 +61,14 @@ def check_index(base: TableSchema, name: object, primary_key: object, defined_co
             f"{base.name!r}, got {cols[0]!r}"
         )
     full = tuple(cols) + tuple(n for n in pk_names if n not in cols)
-    attrs: list = list(defined_columns or ())  # type: ignore[call-overload]
+    if defined_columns is not None and (
+            isinstance(defined_columns, str) or not isinstance(defined_columns, (list, tuple))):
+        raise ParameterInvalid(
+            f"index defined_columns must be a list of column names, got {describe(defined_columns)}")
+    attrs: list = list(defined_columns or ())
     for col in attrs:
+        if type(col) is not str:
+            raise ParameterInvalid(f"index defined column names must be strings, got {describe(col)}")
         if col not in defined:
             raise ParameterInvalid(f"index defined column {describe(col)} is not a predefined column of table {base.name!r}")
         if col in full:

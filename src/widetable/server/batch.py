@@ -37,7 +37,7 @@ def batch_get_row(db: Database, req) -> object:
     resp = pb.BatchGetRowResponse()
     i = 0
     for t in req.tables:
-        names = db._tables[t.table_name]._names if t.table_name in db._tables else ()
+        names = _key_names(db, t.table_name)
         items: list[bytes] = []
         for _ in t.primary_key:
             index, error = slots[i]
@@ -54,6 +54,15 @@ def batch_get_row(db: Database, req) -> object:
                 items.append(_ok_row(_GOT, convert.capacity_units(size), 0, data))
         resp.tables.add(table_name=t.table_name).MergeFromString(b"".join(items))
     return resp
+
+
+def _key_names(db: Database, name: str) -> tuple[str, ...]:
+    """The key column names of table or index ``name`` (none if it does not exist: each
+    of its rows then carries the error that says so)."""
+    try:
+        return db.table(name)._names
+    except WidetableError:
+        return ()
 
 
 def _keys(db: Database, name: str, buffers) -> list:

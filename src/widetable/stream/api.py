@@ -113,7 +113,7 @@ def get_shard_iterator(db, stream_id: str, shard_id: object, position: object) -
         after = -1
     elif position == "LATEST":
         after = table._changes.seq if table._changes is not None else 0
-    elif type(position) is int and position >= 0:
+    elif type(position) is int and 0 <= position < _SEQ_END:
         after = position - 1
     else:
         raise ParameterInvalid(
@@ -155,11 +155,16 @@ def _encode(table_id: int, shard: int, after: int) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii")
 
 
+_SEQ_END = 2**64 - 1  # sequence numbers are u64 in the log's keys; "after" is one less
+
+
 def _decode(iterator: object) -> tuple[int, int, int]:
     try:
         v, table_id, shard, after = msgpack.unpackb(base64.urlsafe_b64decode(iterator))  # type: ignore[arg-type]
-        if v != _ITERATOR_VERSION:
+        if v != _ITERATOR_VERSION or not all(type(x) is int for x in (table_id, shard, after)):
             raise ValueError(v)
-        return int(table_id), int(shard), int(after)
+        if not (0 <= table_id < 2**32 and 0 <= shard < 2**32 and -1 <= after < _SEQ_END):
+            raise ValueError(after)  # the log's key fields: u32, u32, u64
+        return table_id, shard, after
     except Exception:  # noqa: BLE001 - any undecodable token is the caller's error
         raise ParameterInvalid(f"invalid shard iterator {describe(iterator)}") from None

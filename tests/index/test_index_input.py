@@ -1,0 +1,41 @@
+"""Bad create_index arguments, and index views once the store is closed."""
+
+from __future__ import annotations
+
+import pytest
+
+from widetable import WidetableError
+
+PK = [("k", "STRING"), ("n", "INTEGER")]
+DEFINED = [("s", "STRING"), ("total", "INTEGER")]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"primary_key": [["s"]]}, "index primary key column names must be strings"),
+    ({"primary_key": [None]}, "index primary key column names must be strings"),
+    ({"primary_key": ["s"], "defined_columns": [["total"]]}, "defined column names must be strings"),
+    ({"primary_key": ["s"], "defined_columns": "total"}, "defined_columns must be a list"),
+    ({"primary_key": ["s"], "defined_columns": 5}, "defined_columns must be a list"),
+])
+def test_malformed_create_index_arguments_are_parameter_errors(db, options, message):
+    db.create_table("t", PK, defined_columns=DEFINED)
+    with pytest.raises(WidetableError, match=message) as err:
+        db.create_index("t", "i", progress=False, **options)
+    assert err.value.code == "OTSParameterInvalid"
+    assert db.describe_table("t").indexes == []
+
+
+def test_index_views_refuse_calls_once_the_store_is_closed(open_db):
+    db = open_db()
+    db.create_table("t", PK, defined_columns=DEFINED)
+    db.table("t").put_row(("a", 1), {"s": "p"})
+    db.create_index("t", "g", ["s"], progress=False)
+    db.create_index("t", "l", ["k", "s"], index_type="LOCAL", progress=False)
+    assert db.wait_for_indexes(30)
+    views = [db.table("g"), db.table("l")]
+    db.close()
+    for view in views:
+        for call in (lambda: view.get_row(("p", "a", 1)), lambda: list(view.scan())):
+            with pytest.raises(WidetableError, match="closed") as err:
+                call()
+            assert err.value.code == "OTSParameterInvalid"
