@@ -158,6 +158,26 @@ def test_log_survives_splits_without_loss_duplication_or_reordering(db):
     del rng
 
 
+def test_retention_is_enforced_in_the_background_without_any_index(db, monkeypatch):
+    import time
+
+    from widetable.index import global_
+
+    monkeypatch.setattr(global_, "TRIM_INTERVAL", 0.1)  # instead of every 10 s
+    db.create_table("t", PK, stream=True, stream_retention=1)
+    t = db.table("t")
+    for i in range(5):
+        t.put_row(("a", i), {"x": i})
+    sid = db.list_stream()[0].stream_id
+    assert len(drain(db, sid)) == 5
+    deadline = time.monotonic() + 15
+    while drain(db, sid):
+        assert time.monotonic() < deadline, "records past retention were never trimmed"
+        time.sleep(0.1)
+    t.put_row(("a", 9), {"x": 9})
+    assert [r.primary_key for r in drain(db, sid)] == [("a", 9)]
+
+
 def test_retention_trims_only_what_consumers_applied(db):
     db.create_table("t", PK, stream=True, stream_retention=1, defined_columns=[("c", "STRING")])
     t = db.table("t")

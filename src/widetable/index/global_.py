@@ -27,7 +27,8 @@ remembers the newest commit any sync may have seen, and a tail record not
 newer than that is synced again instead of taking its (possibly older) image.
 
 The same thread trims change logs past their retention (never a record some
-index has not applied) about every 10 s.
+index has not applied) about every 10 s; it runs once any table has a change
+log, a stream's without any global index included.
 """
 
 from __future__ import annotations

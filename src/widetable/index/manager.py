@@ -82,6 +82,8 @@ class IndexManager:
             feed.notify = self.indexer.notify if has_global else None
             feed.set_tail(has_global)
             table._changes = feed  # type: ignore[assignment]
+            if logged:  # its thread also trims change logs past their retention
+                self.indexer.start()
         else:
             table._changes = None
         for lock in self.db._row_locks:
