@@ -106,11 +106,14 @@ class PartitionManager:
         table._attach_partitions(tp.router.route_read, tp.router.route_write, record_write)
 
     def configure(self, table: Table) -> None:
-        """Apply the table's capacity options to its router (after create or update)."""
+        """Apply the table's capacity and stream options (after create or update)."""
         entry = self._tables.get(table.schema.table_id)
         if entry is not None:
             o = table.schema.options
             entry[1].router.configure(o.capacity, o.reserved_throughput)
+            # A stream's readers follow shard links made of the split history's splits
+            # and merges: keep those within the stream's retention.
+            entry[1].lineage_window = float(table.schema.stream_retention) if table.schema.stream else None
 
     def drop_table(self, table_id: int, batch) -> None:
         """Put the deletion of a table's partition records and statistics into ``batch``."""

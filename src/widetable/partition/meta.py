@@ -12,7 +12,8 @@ on-disk data)::
 (``b""`` is the table's first key). The map is rewritten by every split and
 merge (one small put, no data moves); the samples record with the counters
 is rewritten by the periodic statistics flush. History keeps the last
-``HISTORY_LIMIT`` events.
+``HISTORY_LIMIT`` events, and, for a table with a stream, every split and merge
+within the stream's retention (its shard links are made of them).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class TablePartitions:
         self.history: list[list] = history
         self.next_id = next_id
         self.recorded = 0  # events recorded since load: tells a pass whether to persist
+        # Seconds of splits and merges to keep past HISTORY_LIMIT (a stream's retention: its
+        # shard links are made of them); None: the table has no stream.
+        self.lineage_window: float | None = None
 
     @classmethod
     def new(cls, table_id: int, split_points: list[bytes], now: float) -> TablePartitions:
@@ -78,7 +82,22 @@ class TablePartitions:
     def record(self, event: list) -> None:
         self.history.append(event)
         self.recorded += 1
-        del self.history[:-HISTORY_LIMIT]
+        excess = len(self.history) - HISTORY_LIMIT
+        if excess <= 0:
+            return
+        if self.lineage_window is None:
+            del self.history[:excess]
+            return
+        # Forget the oldest events, but no split or merge within the stream's retention:
+        # records of a shard it closed may still be read, parents first.
+        since = event[0] - self.lineage_window
+        kept = []
+        for e in self.history:
+            if excess and not (e[1] in ("split", "merge") and e[0] >= since):
+                excess -= 1
+            else:
+                kept.append(e)
+        self.history[:] = kept
 
     # -- records ------------------------------------------------------------------
 
