@@ -271,6 +271,7 @@ class Database:
         with self._ddl_lock:
             table = self._base_table(name)
             old = table.schema.options
+            old_stream = table.schema.stream
             options = TableOptions(
                 old.max_versions if max_versions is None else max_versions,
                 old.ttl if ttl is None else ttl,
@@ -301,6 +302,11 @@ class Database:
             self._partitions.configure(table)
             if stream is not None:
                 self._indexes.configure(table)
+                if stream and not old_stream and table._changes is not None:
+                    # Turned on again: a new stream, of the records after this seq.
+                    schema = replace(table.schema, stream_since=table._changes.seq)
+                    self._engine.put(layout.catalog_key(name), schema.to_json())
+                    table._set_schema(schema)
             return self.describe_table(name)
 
     def delete_table(self, name: str) -> None:

@@ -227,3 +227,46 @@ def test_shard_links_outlive_the_history_limit(db, monkeypatch):
     assert seen == [0, 1, 2]
     # A table without a stream keeps just the last HISTORY_LIMIT events.
     assert len(db.describe_table("plain").split_history) == 10
+
+
+@pytest.mark.parametrize("with_global_index", [False, True])
+def test_turning_a_stream_on_again_makes_a_new_stream(db, with_global_index):
+    db.create_table("t", PK, stream=True, defined_columns=[("c", "STRING")])
+    if with_global_index:  # keeps the log while the stream is off
+        db.create_index("t", "g", ["c"], progress=False)
+    t = db.table("t")
+    t.put_row(("a", 1), {"c": "x"})
+    [old] = db.list_stream()
+    it = db.get_shard_iterator(old.stream_id, 0, "TRIM_HORIZON")
+    page = db.get_stream_record(it)
+    assert [r.primary_key for r in page.records] == [("a", 1)]
+    db.update_table("t", stream=False)
+    t.put_row(("a", 2), {"c": "y"})  # while off: in no stream
+    db.update_table("t", stream=True)
+    t.put_row(("a", 3), {"c": "z"})
+    [new] = db.list_stream()
+    assert new.stream_id != old.stream_id
+    for stale in (lambda: db.get_stream_record(page.next_iterator),
+                  lambda: db.describe_stream(old.stream_id)):
+        with pytest.raises(WidetableError) as err:
+            stale()
+        assert err.value.code == "OTSObjectNotExist"
+    assert [r.primary_key for r in drain(db, new.stream_id)] == [("a", 3)]
+    first = db.get_stream_record(db.get_shard_iterator(new.stream_id, 0, 1)).records
+    assert [r.primary_key for r in first] == [("a", 3)]  # no position reaches before it
+
+
+def test_a_new_streams_id_survives_reopening(open_db, engine_name):
+    if engine_name == "memory":
+        pytest.skip("a memory store does not survive close")
+    db = open_db()
+    db.create_table("t", PK, stream=True)
+    db.table("t").put_row(("a", 1), {"x": 1})
+    db.update_table("t", stream=False)
+    db.update_table("t", stream=True)
+    db.table("t").put_row(("a", 2), {"x": 2})
+    sid = db.list_stream()[0].stream_id
+    db.close()
+    db = open_db()
+    assert db.list_stream()[0].stream_id == sid
+    assert [r.primary_key for r in drain(db, sid)] == [("a", 2)]

@@ -1,6 +1,9 @@
 """Tablestore's Stream API over the change log.
 
-A table with ``stream=True`` has one stream, ``"<table>/<table id>"``. Its
+A table with ``stream=True`` has one stream, ``"<table>/<table id>"``; turning the
+stream off and on again makes a new one, ``"<table>/<table id>/<seq>"``, holding
+the records after that change seq (the old id and its iterators no longer
+resolve, so a reader knows it missed the gap). Its
 shards are the table's partitions, past and present: a split closes its
 parent shard and opens two children, a merge closes two and opens one, and
 ``describe_stream`` shows the links. Within a shard, records come in commit
@@ -20,8 +23,6 @@ from ..errors import ObjectNotExist, ParameterInvalid, describe
 from ..keys import layout
 from . import log
 from .log import StreamRecord
-
-_ITERATOR_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +64,18 @@ class StreamRecords:
         return iter(self.records)
 
 
+def stream_id_of(schema) -> str:
+    """``table/table_id``, and ``/since`` once the stream was turned off and on again (a new
+    stream: the old one's id and iterators no longer name it)."""
+    base = f"{schema.name}/{schema.table_id}"
+    return f"{base}/{schema.stream_since}" if schema.stream_since else base
+
+
 def _stream_table(db, stream_id: object):
     if isinstance(stream_id, str) and "/" in stream_id:
-        name, _, tid = stream_id.rpartition("/")
+        name = stream_id.split("/", 1)[0]
         table = db._tables.get(name)
-        if table is not None and str(table.schema.table_id) == tid and table.schema.stream:
+        if table is not None and table.schema.stream and stream_id == stream_id_of(table.schema):
             return table
     raise ObjectNotExist(f"stream {describe(stream_id)} does not exist")
 
@@ -75,7 +83,7 @@ def _stream_table(db, stream_id: object):
 def list_stream(db, name: str | None = None) -> list[StreamInfo]:
     tables = [db._base_table(name)] if name is not None else list(db._tables.values())
     return [
-        StreamInfo(f"{t.name}/{t.schema.table_id}", t.name, t.schema.created_at)
+        StreamInfo(stream_id_of(t.schema), t.name, t.schema.created_at)
         for t in sorted(tables, key=lambda t: t.name) if t.schema.stream
     ]
 
@@ -109,23 +117,25 @@ def get_shard_iterator(db, stream_id: str, shard_id: object, position: object) -
     tp = db._partitions.partitions(table)
     if type(shard_id) is not int or not 0 <= shard_id < tp.next_id:
         raise ParameterInvalid(f"stream {stream_id!r} has no shard {describe(shard_id)}")
+    since = table.schema.stream_since
     if position == "TRIM_HORIZON":
-        after = -1
+        after = since or -1
     elif position == "LATEST":
         after = table._changes.seq if table._changes is not None else 0
     elif type(position) is int and 0 <= position < _SEQ_END:
-        after = position - 1
+        after = max(position - 1, since)  # no record from before this stream began
     else:
         raise ParameterInvalid(
             f"position must be 'TRIM_HORIZON', 'LATEST' or a sequence number, got {describe(position)}"
         )
-    return _encode(table.schema.table_id, shard_id, after)
+    return _encode(table.schema.table_id, shard_id, after, since)
 
 
 def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
-    table_id, shard, after = _decode(iterator)
+    table_id, shard, after, since = _decode(iterator)
     table = next((t for t in db._tables.values() if t.schema.table_id == table_id), None)
-    if table is None or not table.schema.stream:
+    if table is None or not table.schema.stream or table.schema.stream_since != since:
+        # No stream, or a newer one: the stream was turned off (and on) since.
         raise ObjectNotExist(f"the stream of iterator {describe(iterator)} does not exist")
     if type(limit) is not int or not 1 <= limit <= 1000:
         raise ParameterInvalid(f"limit must be 1-1000 records, got {describe(limit)}")
@@ -147,24 +157,34 @@ def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
         records.append(log.decode_record(key, value))
     if closed and not more:
         return StreamRecords(records, None)
-    return StreamRecords(records, _encode(table_id, shard, after))
+    return StreamRecords(records, _encode(table_id, shard, after, since))
 
 
-def _encode(table_id: int, shard: int, after: int) -> str:
-    raw = msgpack.packb([_ITERATOR_VERSION, table_id, shard, after])
-    return base64.urlsafe_b64encode(raw).decode("ascii")
+def _encode(table_id: int, shard: int, after: int, since: int) -> str:
+    fields = [1, table_id, shard, after] if not since else [2, table_id, shard, after, since]
+    return base64.urlsafe_b64encode(msgpack.packb(fields)).decode("ascii")
 
 
 _SEQ_END = 2**64 - 1  # sequence numbers are u64 in the log's keys; "after" is one less
 
 
-def _decode(iterator: object) -> tuple[int, int, int]:
+def _decode(iterator: object) -> tuple[int, int, int, int]:
+    """``(table_id, shard, after, since)`` of an iterator: ``[1, table_id, shard, after]``,
+    or ``[2, table_id, shard, after, since]`` in a stream that was turned on again."""
     try:
-        v, table_id, shard, after = msgpack.unpackb(base64.urlsafe_b64decode(iterator))  # type: ignore[arg-type]
-        if v != _ITERATOR_VERSION or not all(type(x) is int for x in (table_id, shard, after)):
-            raise ValueError(v)
-        if not (0 <= table_id < 2**32 and 0 <= shard < 2**32 and -1 <= after < _SEQ_END):
+        fields = msgpack.unpackb(base64.urlsafe_b64decode(iterator))  # type: ignore[arg-type]
+        if fields[0] == 1 and len(fields) == 4:
+            _, table_id, shard, after = fields
+            since = 0
+        elif fields[0] == 2 and len(fields) == 5:
+            _, table_id, shard, after, since = fields
+        else:
+            raise ValueError(fields)
+        if not all(type(x) is int for x in (table_id, shard, after, since)):
+            raise ValueError(fields)
+        if not (0 <= table_id < 2**32 and 0 <= shard < 2**32 and -1 <= after < _SEQ_END
+                and 0 <= since < _SEQ_END):
             raise ValueError(after)  # the log's key fields: u32, u32, u64
-        return table_id, shard, after
+        return table_id, shard, after, since
     except Exception:  # noqa: BLE001 - any undecodable token is the caller's error
         raise ParameterInvalid(f"invalid shard iterator {describe(iterator)}") from None

@@ -170,6 +170,9 @@ class TableSchema:
     stream: bool = False  # change records are readable through the stream API
     stream_retention: int = DEFAULT_STREAM_RETENTION  # seconds
     indexes: tuple[IndexSpec, ...] = ()
+    # The change seq the current stream starts after: turning a stream off and on again
+    # makes a new stream (another id), whose records are those after this seq.
+    stream_since: int = 0
 
     @property
     def pk_names(self) -> tuple[str, ...]:
@@ -198,6 +201,7 @@ class TableSchema:
                 **({"stream_retention": self.stream_retention}
                    if self.stream_retention != DEFAULT_STREAM_RETENTION else {}),
                 **({"indexes": [i.to_dict() for i in self.indexes]} if self.indexes else {}),
+                **({"stream_since": self.stream_since} if self.stream_since else {}),
             },
             sort_keys=True,
         ).encode()
@@ -216,6 +220,7 @@ class TableSchema:
             stream=d.get("stream", False),
             stream_retention=d.get("stream_retention", DEFAULT_STREAM_RETENTION),
             indexes=tuple(IndexSpec.from_dict(i) for i in d.get("indexes", ())),
+            stream_since=d.get("stream_since", 0),
         )
 
 
