@@ -270,3 +270,32 @@ def test_a_new_streams_id_survives_reopening(open_db, engine_name):
     db = open_db()
     assert db.list_stream()[0].stream_id == sid
     assert [r.primary_key for r in drain(db, sid)] == [("a", 2)]
+
+
+def test_a_trim_cut_short_never_hands_a_seq_out_again(open_db, engine_name, monkeypatch):
+    import time
+
+    from widetable.stream import log
+
+    if engine_name == "memory":
+        pytest.skip("a memory store does not survive close")
+    db = open_db()
+    db.create_table("t", PK, stream=True, stream_retention=1)
+    for i in range(5):
+        db.table("t").put_row(("a", i), {"x": i})
+    time.sleep(1.1)
+    trim_shard = log.trim_shard
+
+    def dies_after_trimming(*args, **kwargs):
+        trim_shard(*args, **kwargs)
+        raise RuntimeError("the process died here")
+
+    monkeypatch.setattr(log, "trim_shard", dies_after_trimming)
+    with pytest.raises(RuntimeError):
+        db.trim_change_log()
+    monkeypatch.undo()
+    db.close()
+    db = open_db()
+    db.table("t").put_row(("b", 1), {"x": 1})
+    [record] = drain(db, db.list_stream()[0].stream_id)
+    assert record.sequence == 6  # after the five trimmed ones, not 1 again
