@@ -201,3 +201,22 @@ def test_wrong_secret_is_auth_failed(server) -> None:
                         region=region, logger_name="widetable-tests-sdk")
         e = error(bad.list_table)
         assert (e.get_http_status(), e.get_error_code()) == (403, "OTSAuthFailed")
+
+
+def test_a_time_range_alone_reads_every_version_in_it(ots) -> None:
+    import time
+
+    make(ots, "t", max_version=5, time_to_live=-1)
+    key = [("a", "p"), ("b", 1)]
+    t0 = int(time.time() * 1000) - 60_000
+    ots.put_row("t", Row(key, [("x", 1, t0 + 1000)]))
+    for n in (2, 3):
+        ots.update_row("t", Row(key, {"PUT": [("x", n, t0 + n * 1000)]}), None)
+
+    def versions(**read):
+        _, row, _ = ots.get_row("t", key, **read)
+        return [(v, t - t0) for _, v, t in row.attribute_columns]
+
+    assert versions(max_version=None, time_range=(t0 + 1500, t0 + 4000)) == [(3, 3000), (2, 2000)]
+    assert versions(max_version=1, time_range=(t0 + 1500, t0 + 4000)) == [(3, 3000)]
+    assert versions(max_version=None, time_range=t0 + 2000) == [(2, 2000)]

@@ -29,6 +29,9 @@ def target(db: Database, table_name: str, transaction_id: str):
     return table, txn
 
 
+ALL_VERSIONS = 2**31 - 1  # max_versions is an int32 on the wire
+
+
 def read_options(req) -> dict:
     """columns, max_versions, time_range and filter of a GetRow / GetRange / batch item."""
     if req.start_column or req.end_column:
@@ -41,8 +44,11 @@ def read_options(req) -> dict:
     time_range = convert.time_range_of(req.time_range) if req.HasField("time_range") else None
     if time_range is not None:
         opts["time_range"] = time_range
-    if req.HasField("max_versions") and (req.max_versions != 1 or time_range is not None):
-        opts["max_versions"] = req.max_versions  # 1 is the library's default
+    if req.HasField("max_versions"):
+        if req.max_versions != 1 or time_range is not None:
+            opts["max_versions"] = req.max_versions  # 1 is the library's default
+    elif time_range is not None:
+        opts["max_versions"] = ALL_VERSIONS  # Tablestore: a time range alone reads every version in it
     if req.filter:
         opts["filter"] = convert.decode_filter(req.filter)
     return opts
