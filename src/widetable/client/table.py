@@ -90,8 +90,8 @@ def fill_read(msg, columns, max_versions, time_range, filter) -> None:
         if type(max_versions) is not int or not 0 < max_versions < 2**31:
             raise ParameterInvalid(f"max_versions must be a positive integer, got {describe(max_versions)}")
         msg.max_versions = max_versions
-    elif time_range is None:
-        msg.max_versions = 1  # the service needs one of max_versions and time_range
+    else:  # the library's default; a time range alone would read every version in it
+        msg.max_versions = 1
     if filter is not None:
         if not convert.is_filter(filter):
             raise ParameterInvalid(f"filter must be a Filter or ColumnPagination, got {describe(filter)}")
