@@ -426,10 +426,11 @@ class Database:
         ends, other writers to that partition-key value wait briefly and then
         fail with ``OTSRowOperationConflict``, as does a second transaction on
         it. After ``timeout`` idle seconds (60, as in Tablestore) it is
-        aborted. Not allowed on tables with an auto-increment column.
+        aborted. Not allowed on tables with an auto-increment column, nor on
+        an index (write to its table).
         """
         self._check_open()
-        return self._txns.start(self.table(table), partition_key, timeout)
+        return self._txns.start(self._base_table(table), partition_key, timeout)
 
     def commit_transaction(self, transaction_id: str) -> None:
         """Commit the open transaction ``transaction_id``; ``OTSSessionNotExist`` if there is none."""

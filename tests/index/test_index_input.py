@@ -40,3 +40,14 @@ def test_index_views_refuse_calls_once_the_store_is_closed(open_db):
         assert err.value.code == "OTSParameterInvalid"
         with pytest.raises(WidetableError, match="closed"):
             list(view.scan())
+
+
+def test_a_transaction_cannot_be_started_on_an_index(db):
+    db.create_table("t", PK, defined_columns=DEFINED)
+    db.create_index("t", "l", ["k", "s"], index_type="LOCAL", progress=False)
+    with pytest.raises(WidetableError, match="'l' is an index of table 't'") as err:
+        db.start_local_transaction("l", "a")
+    assert err.value.code == "OTSParameterInvalid"
+    with db.start_local_transaction("t", "a") as txn:  # its table takes one
+        txn.put_row(("a", 1), {"s": "x"})
+    assert [r.primary_key for r in db.table("l").scan()] == [("a", "x", 1)]
