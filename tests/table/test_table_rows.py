@@ -279,3 +279,15 @@ def test_lowering_ttl_hides_cells_at_once(db, table, now) -> None:
     assert t.get_row("k") is None
     db.update_table("ttl2", ttl=-1)
     assert t.get_row("k")["x"] == 1
+
+
+def test_columns_naming_a_key_column_read_a_present_row_as_its_key(table) -> None:
+    t = table("keyed", pk=[("a", "STRING"), ("b", "INTEGER")])
+    t.put_row(("x", 1), {"c": 1})
+    row = t.get_row(("x", 1), columns=["a"])  # Tablestore's cheap existence check
+    assert row is not None and row.primary_key == ("x", 1) and row.columns == {}
+    assert t.get_row(("x", 2), columns=["a"]) is None  # no such row
+    assert t.get_row(("x", 1), columns=["zz"]) is None  # none of the columns: absent
+    assert t.get_row(("x", 1), columns=["b", "c"]).columns == {"c": 1}
+    page = t.get_range(("x", 0), ("x", 9), columns=["b"]).rows
+    assert [(r.primary_key, r.columns) for r in page] == [(("x", 1), {})]

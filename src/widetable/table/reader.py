@@ -85,14 +85,17 @@ def make_reader(
     filter: object,
     cutoff_ms: int | None,
     table_max_versions: int | None = None,
+    key_names: frozenset[str] | set[str] = frozenset(),
 ) -> Reader:
     """Build the function that turns one decoded row into a result row, or None.
 
     A row whose every cell has expired is absent. The filter sees the visible
     cells before projection. A row that exists but has none of the requested
-    columns reads as absent, as in Tablestore.
+    columns reads as absent, as in Tablestore, unless they name a primary-key
+    column (``key_names``): the row is there, and reads as its key alone.
     """
     wanted = check_columns(columns)
+    wants_key = wanted is not None and not wanted.isdisjoint(key_names)
     mv = check_max_versions(max_versions)
     tr = check_time_range(time_range)
     pagination = filter if isinstance(filter, ColumnPagination) else None
@@ -130,11 +133,11 @@ def make_reader(
         if pagination is not None:
             names = names[pagination.offset : pagination.offset + pagination.limit]
         if wanted is not None and not names:
-            return None
+            return Row(row[1], {}, {}) if wants_key else None
         if out_versions is not None:
             kept = {n: out_versions[n] for n in names}
             if had_cells and not kept and tr is not None:
-                return None
+                return Row(row[1], {}, {}) if wants_key else None
             return Row(
                 row[1],
                 {n: vs[0][1] for n, vs in kept.items()},

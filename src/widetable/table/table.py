@@ -202,7 +202,7 @@ class Table:
         """The function that turns a stored row into a result under these read options."""
         return make_reader(
             columns, max_versions, time_range, filter, self._cutoff(now_ms()),
-            self._options.max_versions,
+            self._options.max_versions, self._pk_name_set,
         )
 
     def _cutoff(self, now: int) -> int | None:
