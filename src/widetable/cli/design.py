@@ -161,7 +161,12 @@ def _save(w, path: str) -> None:
 
         Path(path).write_text(yaml.safe_dump(d, allow_unicode=True, sort_keys=False), encoding="utf-8")
     else:
-        Path(path).write_text(json.dumps(d, ensure_ascii=False, indent=2), encoding="utf-8")
+        def refuse(value: object) -> object:
+            raise CliError(f"the workload holds {type(value).__name__} values, which JSON cannot "
+                           f"carry; save it as .yaml instead of {path!r}")
+
+        Path(path).write_text(json.dumps(d, ensure_ascii=False, indent=2, default=refuse),
+                              encoding="utf-8")
 
 
 def _keyviz_dir(report, directory: str) -> None:

@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import ParameterInvalid
+from ..errors import ParameterInvalid, describe
 from ..table.values import now_ms
 from .findings import SEVERITY_ORDER, Comparison, Evidence, Finding, RowShape
 from .record import record_workload, with_design
@@ -81,15 +81,50 @@ def sample_table(db, name: str, size: int = SAMPLE, seed: int = 0) -> tuple[list
 
 def read_keys_file(path: str | Path) -> list[tuple]:
     """Primary keys from a file: one JSON array per line (JSON Lines), or a JSON list of arrays."""
-    text = Path(path).read_text(encoding="utf-8").strip()
-    if text.startswith("[") and "\n" not in text.split("]", 1)[0] and text.endswith("]]"):
-        items = json.loads(text)
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParameterInvalid(f"cannot read keys file {str(path)!r}: {exc}") from None
+    try:
+        whole = json.loads(text)  # a JSON list of arrays, on one line or pretty-printed
+    except ValueError:
+        whole = None
+    if isinstance(whole, list) and all(isinstance(item, list) for item in whole):
+        items = whole
     else:
-        items = [json.loads(line) for line in text.splitlines() if line.strip()]
+        items = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(json.loads(line))
+            except ValueError as exc:
+                raise ParameterInvalid(
+                    f"keys file {str(path)!r}, line {n}: not JSON ({exc.msg}); expected one JSON "
+                    "array per line or a JSON list of arrays") from None
     out = []
     for item in items:
-        out.append(tuple(item) if isinstance(item, list) else (item,))
+        key = tuple(item) if isinstance(item, list) else (item,)
+        bad = next((v for v in key if type(v) not in (str, int, bytes)), None)
+        if bad is not None:
+            raise ParameterInvalid(
+                f"keys file {str(path)!r}: key {describe(key)} holds {describe(bad)}; key values "
+                "are strings or integers")
+        out.append(key)
     return out
+
+
+_KEY_TYPES = {"STRING": str, "INTEGER": int, "BINARY": bytes}
+
+
+def _check_keys(keys: list[tuple], primary_key) -> None:
+    """Given keys must have the table's key columns and their types."""
+    want = [_KEY_TYPES.get(c[1]) for c in primary_key]
+    for key in keys:
+        if len(key) != len(want) or any(
+                t is not None and type(v) is not t for v, t in zip(key, want)):
+            cols = ", ".join(f"{c[0]} {c[1]}" for c in primary_key)
+            raise ParameterInvalid(f"key {describe(key)} does not fit the table's key ({cols})")
 
 
 def gather(
@@ -98,6 +133,8 @@ def gather(
 ) -> Evidence:
     """Evidence about table ``name``: its schema, a key sample (or ``keys``), stats, estimates."""
     d = db.describe_table(name)
+    if keys is not None:
+        _check_keys(keys, d.primary_key)
     sampled, shapes = sample_table(db, name, sample)
     try:
         stats = db.table_stats(name)

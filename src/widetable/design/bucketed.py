@@ -97,11 +97,14 @@ class BucketedTable:
         bucket may hold all of the first ``limit``) and the results are merged.
         ``kwargs`` (columns, filter, max_versions, time_range) go to each read.
         """
+        if limit is not None and (type(limit) is not int or limit <= 0):
+            raise ParameterInvalid(f"limit must be a positive integer, got {describe(limit)}")
         start = start if isinstance(start, tuple) else (start,)
         end = end if isinstance(end, tuple) else (end,)
+        reverse = kwargs.get("direction", "forward") == "backward"
         with ThreadPoolExecutor(max_workers=min(self.buckets, 16), thread_name_prefix="widetable-bucket") as pool:
             parts = list(pool.map(lambda b: self._bucket_rows(b, start, end, limit, kwargs), range(self.buckets)))
-        merged = heapq.merge(*parts, key=lambda r: r.primary_key[1:])
+        merged = heapq.merge(*parts, key=lambda r: r.primary_key[1:], reverse=reverse)
         out = []
         for row in merged:
             out.append(self._logical(row))
@@ -114,8 +117,13 @@ class BucketedTable:
         from ..keys.codec import INF_MAX, INF_MIN
 
         arity = len(self.table.schema.primary_key) - 1
-        start = tuple(start) + (INF_MIN,) * (arity - len(tuple(start)))
-        end = tuple(end) + (INF_MAX,) * (arity - len(tuple(end)))
+        reverse = kwargs.get("direction", "forward") == "backward"
+        # A short bound is padded as a table's ranges pad it (so ``end=("b",)`` stops before
+        # every row starting with "b"); an omitted one is the whole table's end.
+        pad = INF_MAX if reverse else INF_MIN
+        start, end = tuple(start), tuple(end)
+        start = start + (pad,) * (arity - len(start)) if start else (pad,) * arity
+        end = end + (pad,) * (arity - len(end)) if end else ((INF_MIN if reverse else INF_MAX),) * arity
         yield from self.get_range(start, end, None, **kwargs)  # type: ignore[misc]
 
     @property

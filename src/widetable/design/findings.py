@@ -111,7 +111,7 @@ def as_int(v: object) -> int | None:
         return None
     if isinstance(v, int):
         return v
-    if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 19:
+    if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 20:  # keys.concat pads to 20
         return int(v)
     return None
 
@@ -128,14 +128,23 @@ def fraction(values: list, test) -> float:
     return sum(1 for v in values if test(v)) / len(values) if values else 0.0
 
 
-def sequential_density(values: list) -> float:
-    """distinct / (max - min + 1) of the integer values: near 1 for auto-increment ids."""
+def sequential_density(values: list, population: int | None = None) -> float:
+    """How densely the integer values fill their span: near 1 for auto-increment ids.
+
+    ``values`` may be a sample of ``population`` rows (then the population, not
+    the sample, fills the span: 2,000 ids sampled from 1..20,000 are dense). A
+    small set used over and over (up to 256 bucket numbers, each several times) is
+    not a sequence.
+    """
     ints = [n for n in (as_int(v) for v in values) if n is not None]
     distinct = len(set(ints))
     if distinct < 32 or len(ints) < len(values) * 0.9:
         return 0.0  # a few bucket numbers are not a sequence
+    if distinct <= 256 and len(ints) >= 4 * distinct:
+        return 0.0  # salt buckets: each number is reused, none is ever passed
     span = max(ints) - min(ints) + 1
-    return distinct / span if span > 0 else 0.0
+    rows = max(distinct, population or 0)
+    return min(rows / span, 1.0) if span > 0 else 0.0
 
 
 def top_shares(values: list, k: int = 5) -> tuple[int, float, float, list]:

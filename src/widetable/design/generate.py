@@ -15,6 +15,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import accumulate
 
+from ..errors import ParameterInvalid, describe
 from ..keys import builders
 from ..keys.codec import INF_MAX, INF_MIN
 from .workloads import FieldSpec, KeyColumn, KeyDesign, Operation, Workload
@@ -143,7 +144,13 @@ def column_value(col: KeyColumn, record: dict) -> object:
     tr = col.transform
     if tr is None:
         if col.type == "INTEGER":
-            return int(v)  # type: ignore[arg-type]
+            try:
+                return int(v)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                raise ParameterInvalid(
+                    f"key column {col.name!r} is INTEGER, but its field {col.source!r} made "
+                    f"{describe(v)}; give the field no text format, or make the column STRING"
+                ) from None
         if col.type == "BINARY":
             return v if isinstance(v, bytes) else str(v).encode()
         return str(v)

@@ -162,10 +162,16 @@ def _field(name: str, d: dict) -> FieldSpec:
         raise ParameterInvalid(f"field {name!r} has unknown settings {sorted(unknown)}")
     d = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()}
     spec = FieldSpec(name=name, **d)
+    for setting in ("count", "lo", "hi"):
+        if type(getattr(spec, setting)) is not int:
+            raise ParameterInvalid(f"field {name!r}: {setting} must be an integer, got "
+                                   f"{describe(getattr(spec, setting))}")
     if spec.kind in ("uniform", "zipf", "of") and spec.count < 1:
         raise ParameterInvalid(f"field {name!r} of kind {spec.kind} needs count >= 1")
     if spec.kind == "choice" and (not spec.values or (spec.weights and len(spec.weights) != len(spec.values))):
         raise ParameterInvalid(f"field {name!r}: choice needs values (and as many weights)")
+    if spec.lo > spec.hi:
+        raise ParameterInvalid(f"field {name!r}: lo {spec.lo} is above hi {spec.hi}")
     return spec
 
 
@@ -187,14 +193,32 @@ def workload_from_dict(d: dict) -> Workload:
     """Build and check a workload from plain data (a parsed YAML/JSON file)."""
     if not isinstance(d, dict):
         raise ParameterInvalid(f"a workload is a mapping, got {describe(d)}")
-    fields = tuple(_field(n, f) for n, f in (d.get("fields") or {}).items())
+    raw_fields = d.get("fields") or {}
+    if not isinstance(raw_fields, dict):
+        raise ParameterInvalid(f"a workload's fields are a mapping of name to field, got {describe(raw_fields)}")
+    fields = tuple(_field(n, f) for n, f in raw_fields.items())
     names = {f.name for f in fields}
     if not fields:
         raise ParameterInvalid("a workload needs at least one field")
+    for f in fields:
+        for setting in ("per", "of"):
+            other = getattr(f, setting)
+            if other is not None and other not in names:
+                raise ParameterInvalid(f"field {f.name!r}: {setting} names unknown field {other!r}")
+    for setting, low in (("rate", 0.0), ("duration", 0.0)):
+        value = d.get(setting, 1.0)
+        if type(value) not in (int, float) or not value > low:
+            raise ParameterInvalid(f"a workload's {setting} must be a number > 0, got {describe(value)}")
+    raw_ops = d.get("operations") or [{"op": "write"}]
+    if not isinstance(raw_ops, list):
+        raise ParameterInvalid(f"a workload's operations are a list, got {describe(raw_ops)}")
     ops = []
-    for o in d.get("operations") or [{"op": "write"}]:
-        if o.get("op") not in OPS:
+    for o in raw_ops:
+        if not isinstance(o, dict) or o.get("op") not in OPS:
             raise ParameterInvalid(f"operation {describe(o)} needs op among {OPS}")
+        unknown = set(o) - set(Operation.__dataclass_fields__)
+        if unknown:
+            raise ParameterInvalid(f"operation {describe(o)} has unknown settings {sorted(unknown)}")
         o = {k: (tuple(v) if isinstance(v, list) else v) for k, v in o.items()}
         op = Operation(**o)
         for f in (*op.eq, *([op.range] if op.range else [])):
@@ -219,13 +243,18 @@ def workload_from_dict(d: dict) -> Workload:
 
 def load_workload(path: str | Path) -> Workload:
     """Read a workload from a ``.yaml``/``.yml`` or ``.json`` file."""
-    text = Path(path).read_text(encoding="utf-8")
-    if str(path).endswith((".yaml", ".yml")):
-        import yaml
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        if str(path).endswith((".yaml", ".yml")):
+            import yaml
 
-        data = yaml.safe_load(text)
-    else:
-        data = json.loads(text)
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # JSON's and YAML's errors
+        raise ParameterInvalid(f"cannot read workload {str(path)!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - yaml.YAMLError, without importing yaml first
+        raise ParameterInvalid(f"cannot read workload {str(path)!r}: {exc}") from None
     return workload_from_dict(data)
 
 

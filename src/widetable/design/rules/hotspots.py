@@ -51,7 +51,7 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
     summary = (ev.stats or {}).get("summary", {})
     tail = float(summary.get("tail_share", 0.0)) if summary.get("hot_spot") == "tail" else 0.0
     ts = fraction(values, timestamp_like)
-    density = sequential_density(values)
+    density = sequential_density(values, ev.total_rows)
     if ts < 0.9 and density < 0.5 and not tail:
         return None
     kind = "timestamps" if ts >= 0.9 else "an increasing sequence" if density >= 0.5 else "keys"
