@@ -69,10 +69,13 @@ class AutoIncrementCounters:
         return value
 
     def note(self, counter_key: bytes, value: int) -> None:
-        """Record that ``value`` is written (with its row). Caller holds the lock."""
-        last = self._last.get(counter_key)
-        if last is None or value > last:
-            self._last[counter_key] = value
+        """Record that ``value`` is written (with its row). Caller holds the lock.
+
+        A concrete value below the counter leaves it as it is: compared with the
+        stored counter when none is cached (just after opening the store), so the
+        cache never holds a lower value that the next put would write back."""
+        last = self.last(counter_key)
+        self._last[counter_key] = value if last is None or value > last else last
 
 
 def counter_key(table: Table, partition_value: object) -> bytes:

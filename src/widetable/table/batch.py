@@ -17,6 +17,7 @@ from . import rowcodec
 from .bulk import plain_puts
 from .filters import as_condition
 from .row import BatchGetResult, BatchWriteResult, WriteResult
+from .schema import AUTO_INCREMENT
 from .values import MAX_REQUEST_BYTES, value_size
 
 if TYPE_CHECKING:
@@ -111,6 +112,12 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
                 tables[name] = table
             if table._auto_index is not None:  # put_row assigns auto-increment values row by row
                 values = result.primary_key = table.normalize_pk(pk)
+                if AUTO_INCREMENT not in values:  # a concrete row: named once, as anywhere
+                    key = table._key(values)[1]
+                    if key in seen:
+                        raise ParameterInvalid(
+                            f"batch_write_row names row {describe(values)} of table {name!r} twice")
+                    seen.add(key)
                 total += _payload_size(payload)
                 slow.append((len(results) - 1, table, values, payload, as_condition(condition)))
                 continue

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 60.0  # seconds idle, as in Tablestore
 DEFAULT_CONFLICT_WAIT = 0.05  # seconds a plain writer waits for a transaction to end
+MAX_TIMEOUT = 86_400  # seconds idle a transaction may be given: a day
 
 ACTIVE, COMMITTED, ABORTED, TIMED_OUT = "active", "committed", "aborted", "timed out"
 
@@ -75,8 +76,9 @@ class TransactionRegistry:
     # -- transactions ---------------------------------------------------------
 
     def start(self, table: Table, value: object, timeout: float) -> LocalTransaction:
-        if type(timeout) not in (int, float) or not timeout > 0:
-            raise ParameterInvalid(f"timeout must be seconds > 0, got {describe(timeout)}")
+        if type(timeout) not in (int, float) or not 0 < timeout <= MAX_TIMEOUT:
+            raise ParameterInvalid(
+                f"timeout must be seconds > 0 and at most {MAX_TIMEOUT}, got {describe(timeout)}")
         if table.schema.auto_increment:
             raise ParameterInvalid(
                 f"table {table.name!r} has an auto-increment column; as in Tablestore, local "
@@ -145,6 +147,8 @@ class TransactionRegistry:
         Plain writers call this before taking the row's lock, and only while
         some transaction is open. Raises ``OTSRowOperationConflict`` on timeout.
         """
+        if type(value) in (bytearray, memoryview):  # as start() holds it (and hashable)
+            value = bytes(value)  # type: ignore[arg-type]
         slot = (table, value)
         if slot not in self.locks:
             return
@@ -157,6 +161,8 @@ class TransactionRegistry:
         Plain writers call this under the row's lock, so a transaction that
         starts later waits for their write (see ``start``).
         """
+        if type(value) in (bytearray, memoryview):
+            value = bytes(value)  # type: ignore[arg-type]
         owner = self.locks.get((table, value))
         if owner is None:
             return
