@@ -122,3 +122,9 @@ def test_create_table_rejects_bad_split_points_and_key_specs(cli):
     assert "not a valid INTEGER" in err
     err = cli("create-table", "x", "--pk", "a:STRING:SERIAL", code=2).stderr
     assert "AUTO_INCREMENT" in err
+
+
+def test_describe_prints_bounds_that_look_like_markup(cli):
+    cli("create-table", "t", "--pk", "k:STRING", "--split-point", "[/x]", "--split-point", "m[b]")
+    out = cli("describe", "t").stdout
+    assert "'[/x]'" in out and "'m[b]'" in out

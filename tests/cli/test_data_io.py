@@ -249,3 +249,24 @@ def test_csv_with_byte_order_mark(orders, tmp_path):
     assert "Imported 1 rows" in orders("import", "t", str(path)).stdout
     with orders.open() as db:
         assert db.table("t").get_row(("c1", 1)).columns == {"v": "x"}
+
+
+def test_csv_round_trips_large_cells_and_bare_carriage_returns(orders, tmp_path):
+    rows = [(("big", 1), {"v": "x" * 200_000, "n": 1}), (("cr", 2), {"v": "a\rb", "n": 2}),
+            (("crlf", 3), {"v": "a\r\nb", "n": 3}), (("bin", 4), {"v": b"\r" * 70_000, "n": 4})]
+    load(orders, "t", rows)
+    path = tmp_path / "out.csv"
+    orders("export", "t", str(path))
+    orders("create-table", "u", "--pk", "CardID:STRING", "--pk", "Seq:INTEGER")
+    assert "Imported 4 rows into u" in orders("import", "u", str(path)).stdout
+    assert dump(orders, "u") == dump(orders, "t")
+
+
+def test_csv_that_breaks_off_keeps_the_rows_before(orders, tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"Seq,CardID,v\n1,c1,1\n2,c2,a\rb,1\n")
+    result = orders("import", "t", str(path), code=1)
+    assert "Imported 1 rows" in result.stdout
+    assert "cannot be read as CSV" in result.stderr
+    with orders.open() as db:
+        assert [r.primary_key for r in db.table("t").scan()] == [("c1", 1)]

@@ -120,13 +120,21 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[Record]:
             yield Record(number, error=str(exc))
 
 
+_CSV_FIELD_LIMIT = 16 * 2**20
+
+
 def read_csv(lines: Iterable[str], primary_key: list[tuple[str, str]]) -> Iterator[Record]:
     """Records from CSV with a header row.
 
     The header is read at once, so an unusable one raises CliError before any row is read.
     """
+    # A cell may hold a 2 MB value, more as a BINARY literal: past csv's 128 KiB default.
+    csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
     reader = csv.reader(lines)
-    header = next(reader, None)
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        raise CliError(f"cannot read the CSV header: {exc}") from None
     if header is None:
         return iter(())
     names = [h.strip() for h in header]
@@ -142,7 +150,15 @@ def read_csv(lines: Iterable[str], primary_key: list[tuple[str, str]]) -> Iterat
 
 def _csv_records(reader: Any, names: list[str], pk_types: dict[str, str]) -> Iterator[Record]:
     positions = [names.index(n) for n in pk_types]
-    for cells in reader:
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # the file breaks off here: the rows before it stand
+            yield Record(reader.line_num, error=f"cannot be read as CSV ({exc}); the rest of "
+                         "the file is not read")
+            return
         line = reader.line_num
         if not cells:
             continue
@@ -277,12 +293,15 @@ def export_csv(
         spool.seek(0)
         header = sorted(attrs)
         writer = csv.writer(out, lineterminator="\n")
+        # With "\n" as the line end csv quotes "\n" but not a bare "\r", which a reader
+        # then takes for a line end: rows holding one are written fully quoted.
+        quoted = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
         writer.writerow(list(pk_names) + header)
         for line in spool:
             obj = json.loads(line)
             cells = [format_literal(from_json(v)) for v in obj["pk"]]
             columns = obj["columns"]
             cells += [format_literal(from_json(columns[n])) if n in columns else "" for n in header]
-            writer.writerow(cells)
+            (quoted if any("\r" in c for c in cells) else writer).writerow(cells)
     on_rows(count)
     return count

@@ -142,10 +142,10 @@ def partitions_table(desc: TableDescription, limit: int = 50) -> RichTable:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for p in parts[:limit]:
         table.add_row(
-            str(p.index), "-inf" if p.start is None else repr(p.start),
-            "+inf" if p.end is None else repr(p.end), f"~{p.rows:,}", f"~{p.bytes:,}",
+            str(p.index), Text("-inf" if p.start is None else repr(p.start)),
+            Text("+inf" if p.end is None else repr(p.end)), f"~{p.rows:,}", f"~{p.bytes:,}",
             f"{p.reads_per_sec:,.1f}", f"{p.writes_per_sec:,.1f}", p.state,
-            "" if p.hot_key is None else f"[red]{p.hot_key!r}[/red]",
+            Text("" if p.hot_key is None else repr(p.hot_key), style="red"),
         )
     return table
 
@@ -159,7 +159,7 @@ def history_table(desc: TableDescription, limit: int = 10) -> RichTable:
     for e in events:
         when = datetime.fromtimestamp(e.time, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ")
         table.add_row(
-            when, e.kind, e.reason, "" if e.key is None else repr(e.key),
+            when, e.kind, e.reason, Text("" if e.key is None else repr(e.key)),
             f"{list(e.parents)} -> {list(e.children)}",
         )
     return table
