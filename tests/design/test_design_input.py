@@ -30,6 +30,11 @@ def _invalid(fn, *args, match: str) -> None:
     assert err.value.code == "OTSParameterInvalid"
 
 
+def _invalid_file(fn, path, text: str, match: str) -> None:
+    path.write_text(text)
+    _invalid(fn, path, match=match)
+
+
 def test_bucketed_ranges_follow_a_tables_bounds_limits_and_direction(db) -> None:
     bt = BucketedTable.create(db, "b", [("k", "STRING"), ("n", "INTEGER")], buckets=8)
     rows = [(k, n) for k in "abc" for n in range(3)]
@@ -72,12 +77,9 @@ def test_key_files_in_either_layout_and_their_errors(db, tmp_path) -> None:
     lines = tmp_path / "keys.jsonl"
     lines.write_text("\n".join(json.dumps(k) for k in keys) + "\n")
     assert read_keys_file(pretty) == read_keys_file(lines) == [tuple(k) for k in keys]
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('[1, "a"]\n{oops\n')
-    _invalid(read_keys_file, bad, match="line 2: not JSON")
-    objects = tmp_path / "objects.jsonl"
-    objects.write_text('{"a": 1}\n')
-    _invalid(read_keys_file, objects, match="key values are strings or integers")
+    _invalid_file(read_keys_file, tmp_path / "bad.jsonl", '[1, "a"]\n{oops\n', "line 2: not JSON")
+    _invalid_file(read_keys_file, tmp_path / "objects.jsonl", '{"a": 1}\n',
+                  "key values are strings or integers")
     _invalid(read_keys_file, tmp_path / "missing.json", match="cannot read keys file")
     _invalid(lambda: advise(db, "t", keys=[("s0", "ip0")], simulate_fixes=False),
              match=r"does not fit the table's key \(ts INTEGER, ip STRING\)")
@@ -102,12 +104,8 @@ def test_bad_workloads_are_parameter_errors(change, message) -> None:
 
 
 def test_workload_files_that_do_not_parse_or_make_the_wrong_type(tmp_path) -> None:
-    broken = tmp_path / "w.yaml"
-    broken.write_text("name: x\nrate: [1\n")
-    _invalid(load_workload, broken, match="cannot read workload")
-    bad_json = tmp_path / "w.json"
-    bad_json.write_text("{name: 1}")
-    _invalid(load_workload, bad_json, match="cannot read workload")
+    _invalid_file(load_workload, tmp_path / "w.yaml", "name: x\nrate: [1\n", "cannot read workload")
+    _invalid_file(load_workload, tmp_path / "w.json", "{name: 1}", "cannot read workload")
     from widetable.design.generate import Generator, primary_key
 
     w = workload_from_dict({**BASE, "fields": {"k": {"kind": "uniform", "count": 3, "format": "x{i}"}},
