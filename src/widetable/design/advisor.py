@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import ParameterInvalid, describe
-from ..table.values import now_ms
+from ..table.values import ATTRIBUTE_TYPES, now_ms
 from .findings import SEVERITY_ORDER, Comparison, Evidence, Finding, RowShape
 from .record import record_workload, with_design
 from .rules import run_rules
@@ -114,15 +114,12 @@ def read_keys_file(path: str | Path) -> list[tuple]:
     return out
 
 
-_KEY_TYPES = {"STRING": str, "INTEGER": int, "BINARY": bytes}
-
-
 def _check_keys(keys: list[tuple], primary_key) -> None:
     """Given keys must have the table's key columns and their types."""
-    want = [_KEY_TYPES.get(c[1]) for c in primary_key]
+    want = [c[1] for c in primary_key]
     for key in keys:
         if len(key) != len(want) or any(
-                t is not None and type(v) is not t for v, t in zip(key, want)):
+                ATTRIBUTE_TYPES.get(type(v)) != t for v, t in zip(key, want)):
             cols = ", ".join(f"{c[0]} {c[1]}" for c in primary_key)
             raise ParameterInvalid(f"key {describe(key)} does not fit the table's key ({cols})")
 

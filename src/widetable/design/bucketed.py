@@ -114,16 +114,13 @@ class BucketedTable:
 
     def scan(self, start: tuple = (), end: tuple = (), **kwargs) -> Iterator[Row]:
         """Every row in ``[start, end)`` (default: all), merged into logical key order."""
-        from ..keys.codec import INF_MAX, INF_MIN
+        from ..table.table import full_range
 
-        arity = len(self.table.schema.primary_key) - 1
-        reverse = kwargs.get("direction", "forward") == "backward"
-        # A short bound is padded as a table's ranges pad it (so ``end=("b",)`` stops before
-        # every row starting with "b"); an omitted one is the whole table's end.
-        pad = INF_MAX if reverse else INF_MIN
-        start, end = tuple(start), tuple(end)
-        start = start + (pad,) * (arity - len(start)) if start else (pad,) * arity
-        end = end + (pad,) * (arity - len(end)) if end else ((INF_MIN if reverse else INF_MAX),) * arity
+        # An omitted bound is the table's end; a short one is padded by each bucket's own
+        # range read, as any table pads it (``end=("b",)`` stops before the "b" rows).
+        whole = full_range(len(self.table.schema.primary_key) - 1,
+                           kwargs.get("direction", "forward") == "backward")
+        start, end = tuple(start) or whole[0], tuple(end) or whole[1]
         yield from self.get_range(start, end, None, **kwargs)  # type: ignore[misc]
 
     @property

@@ -205,9 +205,9 @@ def workload_from_dict(d: dict) -> Workload:
             other = getattr(f, setting)
             if other is not None and other not in names:
                 raise ParameterInvalid(f"field {f.name!r}: {setting} names unknown field {other!r}")
-    for setting, low in (("rate", 0.0), ("duration", 0.0)):
+    for setting in ("rate", "duration"):
         value = d.get(setting, 1.0)
-        if type(value) not in (int, float) or not value > low:
+        if type(value) not in (int, float) or not value > 0:
             raise ParameterInvalid(f"a workload's {setting} must be a number > 0, got {describe(value)}")
     raw_ops = d.get("operations") or [{"op": "write"}]
     if not isinstance(raw_ops, list):
@@ -248,12 +248,13 @@ def load_workload(path: str | Path) -> Workload:
         if str(path).endswith((".yaml", ".yml")):
             import yaml
 
-            data = yaml.safe_load(text)
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise ValueError(exc) from None
         else:
             data = json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:  # JSON's and YAML's errors
-        raise ParameterInvalid(f"cannot read workload {str(path)!r}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - yaml.YAMLError, without importing yaml first
+    except (OSError, ValueError) as exc:  # a decoding error is a ValueError too
         raise ParameterInvalid(f"cannot read workload {str(path)!r}: {exc}") from None
     return workload_from_dict(data)
 

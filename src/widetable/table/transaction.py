@@ -56,6 +56,12 @@ DEFAULT_TIMEOUT = 60.0  # seconds idle, as in Tablestore
 DEFAULT_CONFLICT_WAIT = 0.05  # seconds a plain writer waits for a transaction to end
 MAX_TIMEOUT = 86_400  # seconds idle a transaction may be given: a day
 
+
+def _slot_value(value: object) -> object:
+    """A partition-key value as the lock table holds it: bytes-like values as bytes
+    (hashable, and equal to the same key given as bytes)."""
+    return bytes(value) if isinstance(value, (bytearray, memoryview)) else value  # type: ignore[arg-type]
+
 ACTIVE, COMMITTED, ABORTED, TIMED_OUT = "active", "committed", "aborted", "timed out"
 
 
@@ -85,8 +91,7 @@ class TransactionRegistry:
                 "transactions and auto-increment cannot be used together"
             )
         schema = table.schema
-        if isinstance(value, (bytearray, memoryview)):
-            value = bytes(value)
+        value = _slot_value(value)
         element = codec.encode_element(value, schema.pk_types[0], schema.pk_names[0])  # type: ignore[arg-type]
         slot = (table, value)
         with self._cond:
@@ -147,8 +152,7 @@ class TransactionRegistry:
         Plain writers call this before taking the row's lock, and only while
         some transaction is open. Raises ``OTSRowOperationConflict`` on timeout.
         """
-        if type(value) in (bytearray, memoryview):  # as start() holds it (and hashable)
-            value = bytes(value)  # type: ignore[arg-type]
+        value = _slot_value(value)
         slot = (table, value)
         if slot not in self.locks:
             return
@@ -161,8 +165,7 @@ class TransactionRegistry:
         Plain writers call this under the row's lock, so a transaction that
         starts later waits for their write (see ``start``).
         """
-        if type(value) in (bytearray, memoryview):
-            value = bytes(value)  # type: ignore[arg-type]
+        value = _slot_value(value)
         owner = self.locks.get((table, value))
         if owner is None:
             return
@@ -429,8 +432,7 @@ class LocalTransaction:
 
     def _check_value(self, first: object, what: object) -> None:
         value = self.partition_key
-        if isinstance(first, (bytearray, memoryview)):
-            first = bytes(first)
+        first = _slot_value(first)
         if type(first) is not type(value) or first != value:
             raise ParameterInvalid(
                 f"{describe(what)} is outside transaction {self.transaction_id}: its partition key "
