@@ -127,8 +127,8 @@ def test_pipelined_frames_are_answered_in_order(served) -> None:
         assert answer(reader) == [0, None]
         status, (rows, nxt) = answer(reader)
         assert status == 0 and [r[1] for r in rows] == [["a", 1]] and nxt is None
-        status, row = answer(reader)  # with options: [pk, columns, timestamps, versions]
-        assert status == 0 and row[:2] == [["a", 1], {"v": 1}] and type(row[2]) is int
+        status, row = answer(reader)  # with options: [0, pk, columns, timestamps, versions]
+        assert status == 0 and row[:3] == [0, ["a", 1], {"v": 1}] and type(row[3]) is int
 
 
 def test_errors_come_back_with_their_codes(served) -> None:
@@ -201,6 +201,54 @@ def test_connect_uses_the_native_protocol_and_reconnects_after_idle_close(served
     time.sleep(IDLE * 3)  # the server closes the idle connection
     assert t.get_row(("a", 1))["v"] == 1  # a fresh connection, transparently
     assert db.protocol == "native" and len(db._native._conns) == 1  # the stale one let go
+    db.close()
+
+
+def test_rows_decoded_from_stored_bytes_are_plain_rows_without_history(served) -> None:
+    """A read without options returns the stored row's bytes; the client decodes them
+    straight into Rows and drops the older versions such a read does not return."""
+    import pickle
+
+    served.db.create_table("mv", [("k", "STRING")], max_versions=3)
+    db = connect(served)
+    t = db.table("mv")
+    for v in (1, 2, 3):
+        t.update_row(("a",), put={"v": v})
+        time.sleep(0.002)  # a new timestamp, a new version
+    t.put_row(("b",), {"v": 9})
+    row = t.get_row(("a",))
+    page = t.get_range((INF_MIN,), (INF_MAX,)).rows
+    for r in (row, page[0]):
+        assert isinstance(r, widetable.Row) and repr(r) == "Row(('a',), {'v': 3})"
+        assert [v for v, _ in r.versions("v")] == [3] and r._versions is None
+        assert pickle.loads(pickle.dumps(r)) == r
+    assert [r.primary_key for r in page] == [("a",), ("b",)]
+    full = t.get_row(("a",), max_versions=3)  # a row the server builds: every version
+    assert [v for v, _ in full.versions("v")] == [3, 2, 1]
+    assert [v for v, _ in t.get_range(("a",), ("b",), max_versions=2).rows[0].versions("v")] == [3, 2]
+    assert t.get_row(("zz",)) is None and t.get_range(("c",), (INF_MAX,)).rows == []
+    assert db.protocol == "native"
+    db.close()
+
+
+def test_answers_larger_than_the_receive_buffer_arrive_whole(served) -> None:
+    """Answers up to the connection's receive buffer are read into it and decoded there;
+    larger ones (a page of big rows) take their own buffer. Both kinds, interleaved."""
+    from widetable.client import native as client_native
+
+    db = connect(served)
+    t = db.table("t")
+    blob = bytes(range(256)) * 400  # 100 KB a row
+    for n in range(8):
+        t.put_row(("big", n), {"v": blob + bytes([n]), "i": n})
+    for _ in range(3):
+        page = t.get_range(("big", INF_MIN), ("big", INF_MAX))
+        assert sum(len(r["v"]) for r in page.rows) > client_native.RECV_BUFFER
+        assert [r["i"] for r in page.rows] == list(range(8))
+        assert all(r["v"] == blob + bytes([r["i"]]) for r in page.rows)
+        assert t.get_row(("big", 3))["v"][-1] == 3  # a small answer, into the buffer again
+        assert len(t.get_range(("big", 2), ("big", 5)).rows) == 3
+    assert db.protocol == "native"
     db.close()
 
 

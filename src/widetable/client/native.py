@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
+
 from .. import errors as errs
 from ..errors import NotSupported, WidetableError
 from ..partition.retry import RETRYABLE
 from ..server import convert
 from ..server.native import (
+    ANSWER_ROW,
     API,
     BATCH_GET_ROW,
     BATCH_WRITE_ROW,
@@ -29,6 +32,7 @@ from ..server.native import (
     PUT_ROW,
     UPDATE_ROW,
     UPGRADE,
+    ext_hook,
     pack,
     read_answer,
     wire_bound,
@@ -36,8 +40,8 @@ from ..server.native import (
 from ..server.proto import pb
 from ..table.filters import as_condition
 from ..table.row import BatchGetResult, BatchWriteResult, RangeResult, Row, WriteResult
+from ..table.rowcodec import FORMAT
 from .transport import (
-    _RECV,
     ThreadConnections,
     Transport,
     _Closed,
@@ -87,15 +91,56 @@ def _plain_item(item: object, key: int) -> None:
         raise Unsendable("a batch item to send over Tablestore's protocol")
 
 
+class StoredRow(Row, array_like=True, tag=FORMAT):
+    """A row read as stored, ``[FORMAT, pk, latest, timestamps, history]``, decoded
+    straight into a Row; ``history`` lands in ``_versions``, and ``_plain`` drops it
+    (a read without options returns the newest versions only)."""
+
+
+class AnswerRow(Row, array_like=True, tag=ANSWER_ROW):
+    """A row the server built, ``[0, pk, columns, timestamps, versions]``, as a Row."""
+
+
+_AnyRow = StoredRow | AnswerRow
+_OK = b"\x92\x00"  # an answer [0, result]; anything else is an error, read generically
+_decode_range = msgspec.msgpack.Decoder(tuple[int, tuple[list[_AnyRow], tuple | None]],
+                                       ext_hook=ext_hook).decode
+_decode_row = msgspec.msgpack.Decoder(tuple[int, _AnyRow | None], ext_hook=ext_hook).decode
+
+
+def _plain(row: Row) -> Row:
+    if row._versions is not None and type(row) is StoredRow:
+        row._versions = None
+    return row
+
+
+def _range_answer(data: bytes | memoryview) -> object:
+    if data[:2] != _OK:
+        return read_answer(data)
+    answer = _decode_range(data)
+    for row in answer[1][0]:
+        if row._versions is not None:
+            _plain(row)
+    return answer
+
+
+def _row_answer(data: bytes | memoryview) -> object:
+    if data[:2] != _OK:
+        return read_answer(data)
+    answer = _decode_row(data)
+    if answer[1] is not None:
+        _plain(answer[1])
+    return answer
+
+
 def _row(row: list | None) -> Row | None:
-    """A row of an answer: ``[pk, columns, timestamps, versions]``, or a stored row
-    (``[FORMAT, pk, latest, timestamps, history]``, whose history a read without
-    options does not return)."""
+    """A row of a generically decoded answer (a batch's): a stored row, whose history
+    a read without options does not return, or one the server built."""
     if row is None:
         return None
-    if len(row) == 5:
+    if row[0] == FORMAT:
         return Row(tuple(row[1]), row[2], row[3])
-    return Row(tuple(row[0]), row[1], row[2], row[3])
+    return Row(tuple(row[1]), row[2], row[3], row[4])
 
 
 def _written(result: list) -> WriteResult:
@@ -123,14 +168,15 @@ class NativeChannel:
     def get_row(self, table, pk, columns, max_versions, time_range, filter, txn) -> Row | None:
         if filter is not None:
             filter = _filter(filter)
-        return _row(self.call((GET_ROW, table, pk, columns, max_versions, time_range, filter,
-                               txn)))
+        return self.call((GET_ROW, table, pk, columns, max_versions, time_range, filter, txn),
+                         _row_answer)
 
     def get_range(self, table, start, end, direction, limit, columns, max_versions, time_range,
                   filter, txn) -> RangeResult:
         rows, nxt = self.call((GET_RANGE, table, wire_bound(start), wire_bound(end), direction,
-                               limit, columns, max_versions, time_range, _filter(filter), txn))
-        return RangeResult(list(map(_row, rows)), None if nxt is None else tuple(nxt))
+                               limit, columns, max_versions, time_range, _filter(filter), txn),
+                              _range_answer)
+        return RangeResult(rows, nxt)
 
     def put_row(self, table, pk, columns, condition, txn) -> WriteResult:
         return _written(self.call((PUT_ROW, table, pk, columns, _condition(condition), txn)))
@@ -176,8 +222,9 @@ class NativeChannel:
 
     # -- frames ----------------------------------------------------------------------
 
-    def call(self, request: tuple) -> object:
-        """Send one call, return its result or raise its error."""
+    def call(self, request: tuple, decode: Callable = read_answer) -> object:
+        """Send one call, return its result or raise its error; ``decode`` reads the answer
+        frame (typed decoders read an error answer generically)."""
         try:
             payload = pack(request)
         except (TypeError, ValueError, OverflowError) as exc:
@@ -186,26 +233,26 @@ class NativeChannel:
             raise Unsendable("over the frame limit")  # Tablestore's path names the limit
         data = HEADER.pack(len(payload)) + payload
         try:
-            return self._send(data)
+            return self._send(data, decode)
         except WidetableError as exc:
             if exc.code not in RETRYABLE:
                 raise
-        return self._retrier.call(self._send, data)  # throttled: again, with backoff
+        return self._retrier.call(self._send, data, decode)  # throttled: again, with backoff
 
-    def _send(self, data: bytes) -> object:
+    def _send(self, data: bytes, decode: Callable = read_answer) -> object:
         conn = self._conns.get()
         reused = conn is not None and conn.sock is not None
         if not reused:
             conn = self._connect()
         try:
             conn.sock.sendall(data)  # type: ignore[union-attr]
-            answer = _read_frame(conn)
+            answer = _read_frame(conn, decode)
         except (_Closed, ConnectionResetError, BrokenPipeError):
             self._conns.drop(conn)
             if not reused:  # a fresh connection closed at once: not a stale one
                 raise WidetableError(f"the server at {self._transport.endpoint} closed the "
                                      "connection", errs.INTERNAL_SERVER_ERROR) from None
-            return self._send(data)  # the server had closed it while idle: a fresh one
+            return self._send(data, decode)  # the server had closed it while idle: a fresh one
         except _Protocol as exc:
             self._conns.drop(conn)
             raise WidetableError(f"the server at {self._transport.endpoint} broke widetable's "
@@ -258,18 +305,34 @@ class NativeChannel:
         self._conns.close()
 
 
-def _read_frame(conn: _Connection) -> list:
-    """The next answer on ``conn``. Usually it arrives whole in one ``recv``; a large one
-    is read on into one buffer of its size."""
+RECV_BUFFER = 256 * 1024  # bytes of a connection's receive buffer, reused for every answer
+
+
+def _read_frame(conn: _Connection, decode: Callable = read_answer) -> list:
+    """The next answer on ``conn``. An answer that fits the connection's receive buffer
+    (every answer but a large page's) is received into it and decoded there, with no
+    allocation and no copy; a larger one is read on into one buffer of its size."""
     buf = conn._buf
     sock = conn.sock
     if not buf:
-        data = sock.recv(_RECV)  # type: ignore[union-attr]
-        if not data:
+        view = conn.recv_view
+        if view is None:
+            view = conn.recv_view = memoryview(bytearray(RECV_BUFFER))
+        got = sock.recv_into(view)  # type: ignore[union-attr]
+        if not got:
             raise _Closed
-        if len(data) >= 4 and HEADER.unpack_from(data)[0] + 4 == len(data):
-            return read_answer(memoryview(data)[4:])
-        buf += data
+        if got >= 4:
+            size = HEADER.unpack_from(view)[0] + 4
+            if size <= RECV_BUFFER:
+                while got < size:  # never past this frame: the buffer is reused
+                    more = sock.recv_into(view[got:size])  # type: ignore[union-attr]
+                    if not more:
+                        raise _Protocol("the answer ended inside its frame")
+                    got += more
+                if got > size:  # bytes of a later frame: keep them
+                    buf += view[size:got]
+                return decode(view[4:size])
+        buf += view[:got]
     while len(buf) < 4:
         if not conn._more():
             raise _Protocol("the answer ended inside its frame")
@@ -279,7 +342,7 @@ def _read_frame(conn: _Connection) -> list:
     if len(buf) >= size:
         data = bytes(buf[4:size])
         del buf[:size]
-        return read_answer(data)
+        return decode(data)
     whole = bytearray(size)  # every byte buffered belongs to this answer
     have = len(buf)
     whole[:have] = buf
@@ -290,4 +353,4 @@ def _read_frame(conn: _Connection) -> list:
         if not got:
             raise _Protocol("the answer ended inside its frame")
         have += got
-    return read_answer(view[4:])
+    return decode(view[4:])

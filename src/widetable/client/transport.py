@@ -89,7 +89,7 @@ def unreachable(endpoint: str, exc: OSError, timeout: float) -> WidetableError:
 class _Connection:
     """One keep-alive HTTP/1.1 connection: ``exchange`` sends a request and reads its answer."""
 
-    __slots__ = ("_authority", "_buf", "_host", "_port", "_timeout", "_tls", "sock")
+    __slots__ = ("_authority", "_buf", "_host", "_port", "_timeout", "_tls", "recv_view", "sock")
 
     def __init__(self, host: str, port: int | None, timeout: float,
                  tls: ssl.SSLContext | None, authority: str) -> None:
@@ -98,6 +98,7 @@ class _Connection:
         self._authority = authority
         self.sock: socket.socket | None = None
         self._buf = bytearray()  # bytes received and not read yet
+        self.recv_view: memoryview | None = None  # widetable's own protocol's receive buffer
 
     def _open(self) -> None:
         if self._port is None:  # a unix socket's path

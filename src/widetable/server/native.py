@@ -11,7 +11,7 @@ the official SDKs, and for everything ``widetable.connect`` does not send here
 (catalog, indexes, transactions' start and end, values MessagePack cannot carry).
 
 Handshake. The client sends a signed Tablestore request ``POST /WidetableNative``
-with ``Upgrade: widetable-native/1``, ``Connection: Upgrade`` and an empty body.
+with ``Upgrade: widetable-native/2``, ``Connection: Upgrade`` and an empty body.
 The service checks it like any API (identity, instance, date, signature, MD5)
 and answers ``101 Switching Protocols``, signed like any answer: each side then
 knows that the other holds the access key. From then on the connection carries
@@ -28,10 +28,14 @@ MessagePack array (at most 5 MB, as a Tablestore body)::
 ``INF_MIN`` and ``INF_MAX`` are MessagePack extension types 1 and 2 (empty); a
 condition or a filter travels as the bytes of its Tablestore protobuf message
 (``Condition``, ``Filter``), decoded by the same code as on the HTTP path. A
-row is ``[pk, columns, timestamps, versions]``, or, for a read without options
+row is ``[0, pk, columns, timestamps, versions]``, or, for a read without options
 of a table without TTL, the row's stored bytes as they are (``[1, pk, latest,
-timestamps, history]``, ``table/rowcodec.py``: a read that returns exactly the
-stored row costs the server no decoding and no encoding); a write result ``[pk,
+timestamps, history]``, ``table/rowcodec.py``; the client drops ``history``,
+which such a read does not return). A read that returns exactly the stored rows
+costs the server no decoding and no encoding: a range page's answer is its
+rows' bytes joined between a head and the next start key. The first element
+tells the two row forms apart, so the client decodes a page straight into
+``Row`` objects in one call (``client/native.py``). A write result ``[pk,
 increments]``, a batch's row result ``[table, pk, row, error]`` (read) or
 ``[table, op, pk, increments, error]`` (write), ``error`` being ``[code,
 message]`` or nil. Requests on a connection are answered in order, one at a time;
@@ -68,7 +72,7 @@ from .proto import pb
 log = logging.getLogger("widetable.server")
 
 API = "WidetableNative"  # the path of the upgrade request, signed as an API name
-UPGRADE = "widetable-native/1"
+UPGRADE = "widetable-native/2"  # /2: rows carry their form first
 HEADER = struct.Struct("<I")
 MAX_FRAME = 5 * 2**20
 EXT_INF_MIN, EXT_INF_MAX = 1, 2
@@ -144,10 +148,34 @@ def frame(value: object) -> bytes:
 # -- the calls -------------------------------------------------------------------------
 
 
+ANSWER_ROW = 0  # the first element of a row that is not a stored row (whose first is FORMAT)
+
+
 def row_out(row) -> list | None:
     if row is None:
         return None
-    return [row.primary_key, row.columns, row._stamps, row._versions]
+    return [ANSWER_ROW, row.primary_key, row.columns, row._stamps, row._versions]
+
+
+class Pieces(list):
+    """A result already encoded, in pieces to join after the answer's ``[0,``: the stored
+    rows of a range page, which are copied once, into the frame."""
+
+
+def _array_head(n: int) -> bytes:
+    if n < 16:
+        return bytes((0x90 | n,))
+    if n < 65536:
+        return b"\xdc" + n.to_bytes(2, "big")
+    return b"\xdd" + n.to_bytes(4, "big")
+
+
+def _stored_page_out(blobs: list[bytes], nxt: tuple | None) -> Pieces:
+    """``[[row, ...], next]`` of a page of stored rows, as pieces."""
+    out = Pieces((b"\x92" + _array_head(len(blobs)),))
+    out += blobs
+    out.append(_answers.encode(nxt))
+    return out
 
 
 def _result_out(result) -> list:
@@ -190,8 +218,7 @@ def _get_range(db: Database, name, start, end, direction, limit, columns, max_ve
     table, reader = rows.target(db, name, txn)
     if (reader is table and type(table) is Table and table.plain_reads and columns is None
             and max_versions is None and time_range is None and filter is None):
-        blobs, nxt = table.stored_range(start, end, direction, limit)
-        return [list(map(msgspec.Raw, blobs)), nxt]
+        return _stored_page_out(*table.stored_range(start, end, direction, limit))
     page = reader.get_range(start, end, direction, limit=limit, columns=columns,
                             max_versions=max_versions, time_range=time_range,
                             filter=_filter(filter))
@@ -284,6 +311,8 @@ def execute(db: Database, request: tuple) -> bytes:
         result = call(db, *request[1:])
         if type(result) is msgspec.Raw:  # a stored row: [0, row] written around its bytes
             return b"".join((HEADER.pack(len(result) + 2), _OK, result))
+        if type(result) is Pieces:
+            return b"".join([HEADER.pack(sum(map(len, result)) + 2), _OK, *result])
         return frame((0, result))
     except WidetableError as exc:
         return frame((1, exc.code, wire_message(exc)))

@@ -356,7 +356,10 @@ class Table:
 
     def _bound(self, values: object, pad: object, inclusive_upper: bool) -> bytes:
         """Key bytes for a range bound; see codec's note on ``0xFF``."""
-        if isinstance(values, Mapping):
+        kind = type(values)
+        if kind is tuple or kind is list:  # the usual bound, tested first: Mapping's check is slow
+            vals = list(values)
+        elif isinstance(values, Mapping):
             vals = [values.get(n, pad) for n in self._names]
         elif isinstance(values, (tuple, list)):
             vals = list(values)
