@@ -83,6 +83,40 @@ def test_missing_store_is_not_created(cli):
     assert not cli.data.exists()
 
 
+def test_a_directory_that_is_not_a_store_is_left_as_it_is(cli):
+    cli.data.mkdir()
+    err = cli("tables", code=1).stderr
+    assert err.startswith("Error: not a widetable store at")
+    (cli.data / "notes.txt").write_text("mine")
+    for args in (("tables",), ("describe", "t"), ("scan", "t"), ("stream", "tail", "t")):
+        assert "not a widetable store" in cli(*args, code=1).stderr
+    assert sorted(p.name for p in cli.data.iterdir()) == ["notes.txt"]
+
+
+def test_a_create_table_that_fails_leaves_no_new_store(cli, tmp_path):
+    cli("create-table", "u", "--pk", "k:FLOAT", code=1)
+    assert not cli.data.exists()  # the directory it would have made
+    cli.data.mkdir()
+    cli("create-table", "u", "--pk", "k:STRING", "--ttl", "0", code=1)
+    assert list(cli.data.iterdir()) == []  # an empty directory stays empty
+    cli("create-table", "u", "--pk", "k:STRING")
+    cli("create-table", "v", "--pk", "k:FLOAT", code=1)  # an existing store keeps its tables
+    assert cli("tables").stdout.startswith("u\t")
+
+
+def test_a_serve_that_cannot_listen_leaves_no_new_store(tmp_path):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        data = tmp_path / "fresh"
+        result = CliRunner().invoke(app, ["serve", "--data", str(data), "--port", str(port)])
+    assert result.exit_code == 1, result.output
+    assert not data.exists()
+
+
 def test_data_from_env_and_per_command(tmp_path):
     runner = CliRunner()
     env_dir, cmd_dir = tmp_path / "env", tmp_path / "cmd"

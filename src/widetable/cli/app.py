@@ -13,6 +13,7 @@ import contextlib
 import enum
 import functools
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypeVar
 
@@ -133,17 +134,61 @@ def _root(
     ctx.ensure_object(dict)["data"] = data
 
 
+def is_store(path: str) -> bool:
+    """Whether ``path`` holds a store (RocksDB's ``CURRENT`` file)."""
+    return os.path.isfile(os.path.join(path, "CURRENT"))
+
+
+def store_path(ctx: typer.Context, data: str | None) -> str:
+    return data or (ctx.obj or {}).get("data") or DEFAULT_DATA
+
+
+class NewStore:
+    """Remembers whether a store directory is new, so a command that fails before
+    writing anything leaves no store behind: ``discard(db)`` after a failure removes
+    what opening made, if the store still holds no table."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.existed = os.path.exists(path)
+        self.fresh = not self.existed or (os.path.isdir(path) and not os.listdir(path))
+
+    def discard(self, database: _db.Database) -> None:
+        """Close ``database``; remove the store if it is new and still holds no table."""
+        try:
+            empty = self.fresh and not database.list_tables()
+        except WidetableError:
+            empty = False
+        database.close()
+        if not empty:
+            return
+        if not self.existed:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
+        for entry in os.scandir(self.path):  # a directory that was empty: empty it again
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
 @contextlib.contextmanager
 def open_db(ctx: typer.Context, data: str | None, create: bool = False) -> Iterator[_db.Database]:
-    """The store at ``--data``. Only commands that write may create a new directory."""
-    path = data or (ctx.obj or {}).get("data") or DEFAULT_DATA
-    if not create and not os.path.isdir(path):
-        raise CliError(f"no store at {path!r}; create a table first or pass --data DIR")
+    """The store at ``--data``. Only commands that write may create a new one, and one
+    that fails before any table exists leaves none behind."""
+    path = store_path(ctx, data)
+    if not create and not is_store(path):
+        what = "no store" if not os.path.exists(path) else "not a widetable store"
+        raise CliError(f"{what} at {path!r}; create a table first or pass --data DIR")
+    new = NewStore(path)
     database = _db.open(path, purge_interval=None)
     try:
         yield database
-    finally:
-        database.close()
+    except BaseException:
+        new.discard(database)
+        raise
+    database.close()
 
 
 def columns_list(text: str | None) -> list[str] | None:

@@ -10,7 +10,7 @@ import typer
 
 from .. import db as _db
 from ..storage import DEFAULT_CACHE_MB
-from .app import DEFAULT_DATA, DataOpt, command
+from .app import DataOpt, NewStore, command, store_path
 from .literals import CliError
 
 # Per-partition capacity the server switches on: high enough that ordinary local use never
@@ -65,13 +65,14 @@ def serve(
         store, generated = load_keys(keys)
     except (ValueError, OSError) as exc:
         raise CliError(f"cannot read access keys: {exc}") from None
-    path = data or (ctx.obj or {}).get("data") or DEFAULT_DATA
+    path = store_path(ctx, data)
+    new = NewStore(path)
     database = _db.open(path, sync=sync, cache_mb=cache_mb)
     try:
         server = WidetableServer(database, store, host, port, instance, tls_cert, tls_key, access_log,
                                  capacity=capacity, unix_socket=unix_socket)
     except BaseException:
-        database.close()
+        new.discard(database)  # a new store that could not be served: not left behind
         raise
     _banner(server, path, store, generated)
     stop = threading.Event()

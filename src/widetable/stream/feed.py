@@ -323,6 +323,33 @@ class TableFeed:
             pass
 
 
+def write_puts(engine, batch, rows: list, groups: dict) -> dict[bytes, WidetableError]:
+    """Write ``batch``, holding the whole-row puts ``rows`` (tuples ending ``key, blob``, of
+    any tables), with the records and local-index entries of ``groups`` (``{feed: [(key,
+    blob), ...]}``: those of the rows whose table captures changes). The caller holds
+    the rows' locks. Rows a local index refuses (:class:`RowsRefused`) are left out and
+    the others written; returns ``{key: error}`` of the refused."""
+    if not groups:
+        engine.write(batch)
+        return {}
+    try:
+        next(iter(groups)).commit_puts(batch, groups)
+        return {}
+    except RowsRefused as refused:
+        errors = refused.errors
+    batch = engine.batch()
+    for *_, key, blob in rows:
+        if key not in errors:
+            batch.put(key, blob)
+    groups = {feed: kept for feed, items in groups.items()
+              if (kept := [(k, b) for k, b in items if k not in errors])}
+    if groups:
+        next(iter(groups)).commit_puts(batch, groups)
+    else:
+        engine.write(batch)
+    return errors
+
+
 def commit_many(engine, batch, staged: dict) -> None:
     """Write ``batch`` with the records of several tables: ``{feed: [(key, record, image), ...]}``
     (see :meth:`TableFeed.commit`).

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ParameterInvalid, WidetableError, describe
-from ..stream.feed import RowsRefused
+from ..stream.feed import write_puts
 from . import rowcodec
 from .bulk import plain_puts
 from .filters import as_condition
@@ -208,25 +208,13 @@ def _write_fast(db: Database, results: list, fast: list) -> None:
                 fast, batch = kept, db._engine.batch()
                 for _, key, blob in fast:
                     batch.put(key, blob)
-        groups = _change_feeds(db, results, fast)
-        if groups:  # tables with a stream or an index: records and index entries join the batch
-            try:
-                next(iter(groups)).commit_puts(batch, groups)
-            except RowsRefused as refused:  # rows a local index cannot take: they fail alone
-                for index, key, _ in fast:
-                    if key in refused.errors:
-                        results[index].error = refused.errors[key]
-                fast = [item for item in fast if item[1] not in refused.errors]
-                batch = db._engine.batch()
-                for _, key, blob in fast:
-                    batch.put(key, blob)
-                groups = _change_feeds(db, results, fast)
-                if groups:
-                    next(iter(groups)).commit_puts(batch, groups)
-                else:
-                    db._engine.write(batch)
-        else:
-            db._engine.write(batch)
+        # Tables with a stream or an index: records and index entries join the batch; rows
+        # a local index cannot take fail alone.
+        refused = write_puts(db._engine, batch, fast, _change_feeds(db, results, fast))
+        if refused:
+            for index, key, _ in fast:
+                if key in refused:
+                    results[index].error = refused[key]
     finally:
         for lock in locks:
             lock.release()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ParameterInvalid, WidetableError
 from ..keys import codec
-from ..stream.feed import RowsRefused
+from ..stream.feed import write_puts
 from . import rowcodec
 from .row import BatchWriteResult
 from .values import (
@@ -136,13 +136,5 @@ def _commit(db: Database, table, keys: list[bytes], blobs: list[bytes]) -> dict:
     if feed is None:
         db._engine.write(batch)
         return {}
-    try:
-        feed.commit_puts(batch, {feed: list(zip(keys, blobs))})
-        return {}
-    except RowsRefused as refused:
-        kept = [(k, b) for k, b in zip(keys, blobs) if k not in refused.errors]
-        batch = db._engine.batch()
-        for key, blob in kept:
-            batch.put(key, blob)
-        feed.commit_puts(batch, {feed: kept})
-        return refused.errors
+    rows = list(zip(keys, blobs))
+    return write_puts(db._engine, batch, rows, {feed: rows})
