@@ -84,6 +84,34 @@ def test_monotonic_first_key() -> None:
     assert "monotonic-first-key" in fired(seq)
 
 
+def test_concatenated_keys_led_by_a_time_or_a_sequence() -> None:
+    from widetable.keys import builders
+
+    pk1 = (("k", "STRING"),)
+    for keys in (
+        [f"{1718000000123 + i}#dev{i % 7}" for i in range(500)],  # ms time, then a device
+        [builders.concat(1718000000 + i, f"dev{i % 7}") for i in range(500)],  # zero-padded
+    ):
+        f = next(f for f in advise_evidence(ev([(k,) for k in keys], pk=pk1)).findings
+                 if f.rule == "monotonic-first-key")
+        assert "start with a timestamp" in f.title and f.evidence["timestamp_like_fraction"] == 1.0
+    dated = [(f"{20240101 + i % 28}_{i}",) for i in range(500)]  # a date's digits lead
+    assert "monotonic-first-key" in fired(ev(dated, pk=pk1))
+    seq = advise_evidence(ev([(builders.concat(i, "x"),) for i in range(1, 501)], pk=pk1))
+    f = next(f for f in seq.findings if f.rule == "monotonic-first-key")
+    assert "start with an increasing sequence" in f.title
+    assert f.evidence["sequential_density"] == 1.0
+    quiet = (
+        [builders.salted(1718000000 + i, 16) for i in range(500)],  # salt buckets lead
+        [builders.hash_prefix(1718000000 + i) for i in range(500)],  # a hash leads
+        [f"{i % 50:06d},{1718000000 + i}" for i in range(500)],  # 50 devices, then the time
+        [f"{i % 400:06d},{i}" for i in range(2000)],  # 400 dense ids, 5 rows each
+        [f"user{i}#{1718000000 + i}" for i in range(500)],  # the time comes second
+    )
+    for keys in quiet:
+        assert "monotonic-first-key" not in fired(ev([(k,) for k in keys], pk=pk1)), keys[:3]
+
+
 def test_partition_key_skew() -> None:
     skew = ev([("hot" if i % 2 else f"v{i}", i) for i in range(500)])
     assert "partition-key-skew" in fired(skew)

@@ -124,6 +124,19 @@ def timestamp_like(v: object) -> bool:
     return isinstance(v, str) and bool(_ISO_DATE.match(v))
 
 
+_LEADING_NUMBER = re.compile(r"^(\d{1,20})\D")
+
+
+def leading_number(v: object) -> int | None:
+    """The number a concatenated string key starts with (``"1718000000123#dev7"``,
+    ``keys.concat``'s zero-padded ``"00000000001718000000,dev7"``), or None."""
+    if isinstance(v, str):
+        m = _LEADING_NUMBER.match(v)
+        if m is not None:
+            return int(m.group(1))
+    return None
+
+
 def fraction(values: list, test) -> float:
     return sum(1 for v in values if test(v)) / len(values) if values else 0.0
 

@@ -11,6 +11,7 @@ from ..findings import (
     Finding,
     as_int,
     fraction,
+    leading_number,
     load_by_value,
     rounded,
     sequential_density,
@@ -52,9 +53,20 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
     tail = float(summary.get("tail_share", 0.0)) if summary.get("hot_spot") == "tail" else 0.0
     ts = fraction(values, timestamp_like)
     density = sequential_density(values, ev.total_rows)
-    if ts < 0.9 and density < 0.5 and not tail:
+    lead_ts, lead_density = _leading_parts(values, ev.total_rows)
+    if ts < 0.9 and density < 0.5 and lead_ts < 0.9 and lead_density < 0.5 and not tail:
         return None
-    kind = "timestamps" if ts >= 0.9 else "an increasing sequence" if density >= 0.5 else "keys"
+    if ts >= 0.9:
+        kind = "timestamps"
+    elif density >= 0.5:
+        kind = "an increasing sequence"
+    elif lead_ts >= 0.9:
+        kind = "concatenated values that start with a timestamp"
+    elif lead_density >= 0.5:
+        kind = "concatenated values that start with an increasing sequence"
+    else:
+        kind = "keys"
+    ts = max(ts, lead_ts)
     fix_cols = _columns(ev)
     if len(fix_cols) > 1:
         other = dispersed_column(ev) or 1
@@ -78,13 +90,27 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
         column=name,
         evidence=rounded({
             "sampled_keys": len(values), "timestamp_like_fraction": ts,
-            "sequential_density": density, "tail_share_of_load": tail,
+            "sequential_density": max(density, lead_density), "tail_share_of_load": tail,
         }),
         seed_rule="seed 000 §主鍵設計 常見熱點問題 (尾部熱點); seed 004 §以時間戳記開頭的資料列索引鍵; "
         "seed 001 §1.3 热点规避原则",
         fix=fix,
         fix_design=tuple(fix_cols),
     )
+
+
+def _leading_parts(values: list, population: int | None) -> tuple[float, float]:
+    """Of string keys that concatenate parts, most starting with a number: the share
+    whose leading number is a time, and how densely the leading numbers fill their
+    span (0, 0 when they do not, or when the numbers repeat, as a bucket or an id
+    shared by many rows does: only a new number for nearly every row is a sequence)."""
+    leads = [n for n in map(leading_number, values) if n is not None]
+    if not values or len(leads) < 0.9 * len(values):
+        return 0.0, 0.0
+    lead_ts = fraction(leads, timestamp_like)
+    distinct = len(set(leads))
+    density = sequential_density(leads, population) if distinct >= 0.9 * len(leads) else 0.0
+    return lead_ts, density
 
 
 def partition_key_skew(ev: Evidence) -> Finding | None:
@@ -101,7 +127,7 @@ def partition_key_skew(ev: Evidence) -> Finding | None:
     if len(values) < MIN_SAMPLE and not load_top:
         return None
     distinct, top1, top5, tops = top_shares(values)
-    if fraction(values, timestamp_like) > 0.5:
+    if fraction(values, timestamp_like) > 0.5 or _leading_parts(values, None)[0] > 0.5:
         return None  # a time column is the monotonic rule's business
     low_cardinality = bool(values) and distinct < 64 and len(values) >= 10 * distinct
     skewed = top1 >= 0.2 or load_top >= 0.3
