@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
+import widetable
 from widetable.cli import app
 
 
@@ -102,6 +103,40 @@ def test_a_create_table_that_fails_leaves_no_new_store(cli, tmp_path):
     cli("create-table", "u", "--pk", "k:STRING")
     cli("create-table", "v", "--pk", "k:FLOAT", code=1)  # an existing store keeps its tables
     assert cli("tables").stdout.startswith("u\t")
+
+
+def test_a_new_store_goes_only_into_a_new_or_empty_directory(cli, tmp_path):
+    nested = tmp_path / "x" / "y" / "z"
+    args = ["create-table", "u", "--pk", "k:FLOAT", "--data", str(nested)]
+    assert CliRunner().invoke(app, args).exit_code == 1
+    assert not (tmp_path / "x").exists()  # every directory made for it is gone again
+    cli.data.mkdir()
+    (cli.data / "notes.txt").write_text("mine")
+    err = cli("create-table", "u", "--pk", "k:STRING", code=1).stderr
+    assert "holds files but no widetable store" in err
+    assert sorted(p.name for p in cli.data.iterdir()) == ["notes.txt"]
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    err = CliRunner().invoke(app, ["demo", "--data", str(afile)]).stderr
+    assert "is not a directory" in err and afile.read_text() == "mine"
+
+
+def test_discarding_a_new_store_keeps_files_that_are_not_its_own(tmp_path):
+    from widetable.cli.app import NewStore
+
+    path = tmp_path / "new" / "store"
+    new = NewStore(str(path))
+    db = widetable.open(str(path), purge_interval=None)
+    (path / "notes.txt").write_text("written while the command ran")
+    new.discard(db)
+    assert [p.name for p in path.iterdir()] == ["notes.txt"]  # the store's files are gone
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    new = NewStore(str(empty))
+    db = widetable.open(str(empty), purge_interval=None)
+    db.create_table("t", [("k", "STRING")])  # a table now exists: the store stays
+    new.discard(db)
+    assert (empty / "CURRENT").exists()
 
 
 def test_a_serve_that_cannot_listen_leaves_no_new_store(tmp_path):

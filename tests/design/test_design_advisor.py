@@ -110,6 +110,17 @@ def test_concatenated_keys_led_by_a_time_or_a_sequence() -> None:
     )
     for keys in quiet:
         assert "monotonic-first-key" not in fired(ev([(k,) for k in keys], pk=pk1)), keys[:3]
+    rng = __import__("random").Random(7)
+    many = (  # a big table's sample: more rows than the leading numbers can number
+        [f"{rng.randrange(1000, 10000)}#{i}" for i in range(2000)],  # a random store id
+        [builders.salted(1718000000 + i, 10000) for i in range(2000)],  # 10,000 buckets
+    )
+    for keys in many:
+        assert "monotonic-first-key" not in fired(ev([(k,) for k in keys], pk=pk1, total_rows=60_000))
+    phones = [f"{rng.randrange(2090000000, 4160000000)}#home" for _ in range(500)]
+    assert "monotonic-first-key" not in fired(ev([(k,) for k in phones], pk=pk1))  # not times
+    skewed = [f"{4155550100 + (0 if i % 2 else i % 19)}#home" for i in range(500)]
+    assert "partition-key-skew" in fired(ev([(k,) for k in skewed], pk=pk1))
 
 
 def test_partition_key_skew() -> None:

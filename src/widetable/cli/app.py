@@ -13,7 +13,7 @@ import contextlib
 import enum
 import functools
 import os
-import shutil
+import re
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypeVar
 
@@ -143,18 +143,38 @@ def store_path(ctx: typer.Context, data: str | None) -> str:
     return data or (ctx.obj or {}).get("data") or DEFAULT_DATA
 
 
+# The files a store directory holds: RocksDB's own, and rocksdict's settings file.
+_STORE_FILE = re.compile(
+    r"(CURRENT|IDENTITY|LOCK|LOG(\.old\.\d+)?|(MANIFEST|OPTIONS)-\d+|\d+\.(log|sst|blob|dbtmp)"
+    r"|rocksdict-config\.json)(\.dbtmp)?"
+)
+
+
 class NewStore:
-    """Remembers whether a store directory is new, so a command that fails before
-    writing anything leaves no store behind: ``discard(db)`` after a failure removes
-    what opening made, if the store still holds no table."""
+    """Where a command that may create a store is about to open one. It refuses a path
+    that is not a directory, or a directory that holds files but no store (the store's
+    files would mix with them); and it remembers what opening will create, so that a
+    command that fails before writing anything leaves the path as it was:
+    ``discard(db)`` removes the store's files (only those) and the directories made
+    for it, if the store still holds no table."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.existed = os.path.exists(path)
-        self.fresh = not self.existed or (os.path.isdir(path) and not os.listdir(path))
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise CliError(f"{path!r} is not a directory; pass a directory for the store")
+        if os.path.isdir(path) and not is_store(path) and os.listdir(path):
+            raise CliError(f"{path!r} holds files but no widetable store; pass a new or empty "
+                           "directory for a new store")
+        self.fresh = not is_store(path)
+        made = []  # the directories opening will make, deepest first
+        head = os.path.abspath(path)
+        while not os.path.exists(head):
+            made.append(head)
+            head = os.path.dirname(head)
+        self.made = made
 
     def discard(self, database: _db.Database) -> None:
-        """Close ``database``; remove the store if it is new and still holds no table."""
+        """Close ``database``; if the store is new and still holds no table, remove it."""
         try:
             empty = self.fresh and not database.list_tables()
         except WidetableError:
@@ -162,15 +182,16 @@ class NewStore:
         database.close()
         if not empty:
             return
-        if not self.existed:
-            shutil.rmtree(self.path, ignore_errors=True)
-            return
-        for entry in os.scandir(self.path):  # a directory that was empty: empty it again
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
+        with os.scandir(self.path) as entries:
+            for entry in entries:  # the store's files only: anything else stays
+                if _STORE_FILE.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+        for directory in self.made:
+            try:
+                os.rmdir(directory)  # only if empty: a file put there meanwhile keeps it
+            except OSError:
+                return
 
 
 @contextlib.contextmanager

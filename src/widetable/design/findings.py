@@ -9,6 +9,7 @@ tested on a crafted design with no store at all.
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -100,7 +101,9 @@ class Finding:
 
 # -- value classifiers shared by rules ---------------------------------------------
 
-_EPOCH_RANGES = ((1e9, 4.2e9), (1e12, 4.2e12), (1e15, 4.2e15), (1e18, 4.2e18))
+_EPOCH_UNITS = (1, 1_000, 1_000_000, 1_000_000_000)  # s, ms, µs, ns
+_EPOCH_FROM = 1e9  # 2001-09-09, in seconds: older times are not taken for timestamps
+_FUTURE = 366 * 86400  # a time more than a year ahead is not a write's timestamp
 _ISO_DATE = re.compile(r"^(19|20)\d\d-?[01]\d-?[0-3]\d")
 HASH_PREFIX = re.compile(r"^[0-9a-f]{4,32}[,:#|_\-/]")
 SALT_PREFIX = re.compile(r"^\d{1,4}[,:#|_\-/]")
@@ -117,10 +120,13 @@ def as_int(v: object) -> int | None:
 
 
 def timestamp_like(v: object) -> bool:
-    """An epoch time in s, ms, µs or ns (int or digit string), or an ISO date string."""
+    """An epoch time in s, ms, µs or ns (int or digit string) from 2001 to a year from
+    now (a phone number's ten digits read as seconds would be decades ahead), or an
+    ISO date string."""
     n = as_int(v)
     if n is not None:
-        return any(lo <= n < hi for lo, hi in _EPOCH_RANGES)
+        until = time.time() + _FUTURE
+        return any(_EPOCH_FROM * unit <= n < until * unit for unit in _EPOCH_UNITS)
     return isinstance(v, str) and bool(_ISO_DATE.match(v))
 
 
@@ -156,6 +162,8 @@ def sequential_density(values: list, population: int | None = None) -> float:
     if distinct <= 256 and len(ints) >= 4 * distinct:
         return 0.0  # salt buckets: each number is reused, none is ever passed
     span = max(ints) - min(ints) + 1
+    if population and population > 1.1 * span:
+        population = None  # more rows than numbers: they repeat, so the rows are no sequence
     rows = max(distinct, population or 0)
     return min(rows / span, 1.0) if span > 0 else 0.0
 
