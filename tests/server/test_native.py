@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import msgpack
+import msgspec
 import pytest
 
 import widetable
@@ -87,11 +88,15 @@ def rows_of(server) -> list:
     ("unsigned", 403, "OTSAuthFailed"),
     ("wrong secret", 403, "OTSAuthFailed"),
     ("no Upgrade header", 400, "OTSParameterInvalid"),
+    ("another version", 400, "OTSUnsupportOperation"),
 ])
 def test_the_upgrade_is_checked_like_any_request(served, kind, status, code) -> None:
     raw = {"unsigned": upgrade_request(sign=False),
            "wrong secret": upgrade_request(secret="not-the-secret"),
-           "no Upgrade header": upgrade_request(upgrade=False)}[kind]
+           "no Upgrade header": upgrade_request(upgrade=False),
+           "another version": upgrade_request(upgrade=False,
+                                              headers={"Upgrade": "widetable-native/1",
+                                                       "Connection": "Upgrade"})}[kind]
     with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
         reader = Reader(sock)
         sock.sendall(raw)
@@ -219,7 +224,8 @@ def test_rows_decoded_from_stored_bytes_are_plain_rows_without_history(served) -
     row = t.get_row(("a",))
     page = t.get_range((INF_MIN,), (INF_MAX,)).rows
     for r in (row, page[0]):
-        assert isinstance(r, widetable.Row) and repr(r) == "Row(('a',), {'v': 3})"
+        assert type(r) is widetable.Row and repr(r) == "Row(('a',), {'v': 3})"
+        assert msgspec.json.encode(r) == msgspec.json.encode(served.db.table("mv").get_row(("a",)))
         assert [v for v, _ in r.versions("v")] == [3] and r._versions is None
         assert pickle.loads(pickle.dumps(r)) == r
     assert [r.primary_key for r in page] == [("a",), ("b",)]
@@ -239,15 +245,16 @@ def test_answers_larger_than_the_receive_buffer_arrive_whole(served) -> None:
     db = connect(served)
     t = db.table("t")
     blob = bytes(range(256)) * 400  # 100 KB a row
-    for n in range(8):
+    for n in range(12):
         t.put_row(("big", n), {"v": blob + bytes([n]), "i": n})
     for _ in range(3):
         page = t.get_range(("big", INF_MIN), ("big", INF_MAX))
-        assert sum(len(r["v"]) for r in page.rows) > client_native.RECV_BUFFER
-        assert [r["i"] for r in page.rows] == list(range(8))
+        assert sum(len(r["v"]) for r in page.rows) > client_native.RECV_KEEP
+        assert [r["i"] for r in page.rows] == list(range(12))
         assert all(r["v"] == blob + bytes([r["i"]]) for r in page.rows)
         assert t.get_row(("big", 3))["v"][-1] == 3  # a small answer, into the buffer again
-        assert len(t.get_range(("big", 2), ("big", 5)).rows) == 3
+        assert len(t.get_range(("big", 2), ("big", 5)).rows) == 3  # 300 KB: the buffer grows
+        assert len(t.get_range(("big", 2), ("big", 3)).rows) == 1
     assert db.protocol == "native"
     db.close()
 
@@ -270,17 +277,23 @@ def test_concurrent_increments_over_native_connections(served) -> None:
     t = db.table("t")
     t.put_row(("c", 0), {"count": 0})
 
+    done, checked = threading.Barrier(9), threading.Barrier(9)
+
     def work() -> None:
         for _ in range(50):
             t.update_row(("c", 0), increment={"count": 1})
+        done.wait()
+        checked.wait()
 
     threads = [threading.Thread(target=work) for _ in range(8)]
     for th in threads:
         th.start()
+    done.wait()
+    assert len(db._native._conns) == 9  # a connection per thread, and the main thread's
+    checked.wait()
     for th in threads:
         th.join()
     assert t.get_row(("c", 0))["count"] == 400
-    assert len(db._native._conns) == 9  # a connection per thread, and the main thread's
     db.close()
 
 
@@ -351,6 +364,39 @@ def test_auto_falls_back_to_tablestore_when_the_upgrade_is_refused(served) -> No
         strict.close()
     finally:
         proxy.close()
+
+
+@pytest.mark.parametrize("upgrade", ["widetable-native/1", "something-else"])
+def test_a_client_of_another_release_falls_back_to_tablestore(served, monkeypatch,
+                                                              upgrade) -> None:
+    """A client asking for another version of the protocol (the server answers
+    OTSUnsupportOperation) or one an earlier server did not know (OTSParameterInvalid)
+    goes on over Tablestore's protocol."""
+    from widetable.client import native as client_native
+
+    monkeypatch.setattr(client_native, "_UPGRADE_HEADERS",
+                        f"Upgrade: {upgrade}\r\nConnection: Upgrade\r\n".encode())
+    db = connect(served)
+    t = db.table("t")
+    t.put_row(("a", 1), {"v": 1})
+    assert t.get_row(("a", 1))["v"] == 1 and db.protocol == "tablestore"
+    db.close()
+
+
+def test_a_thread_s_connection_is_closed_when_the_thread_ends(served) -> None:
+    import gc
+
+    db = connect(served)
+    t = db.table("t")
+    t.put_row(("a", 1), {"v": 1})
+    threads = [threading.Thread(target=t.get_row, args=(("a", 1),)) for _ in range(40)]
+    for th in threads:
+        th.start()
+        th.join()
+    gc.collect()
+    assert len(db._native._conns) == 1  # this thread's only: the others' went with them
+    assert t.get_row(("a", 1))["v"] == 1
+    db.close()
 
 
 def test_unknown_protocol_is_refused() -> None:

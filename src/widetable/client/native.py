@@ -12,6 +12,7 @@ through ``on_refused``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -51,8 +52,10 @@ from .transport import (
     unreachable,
 )
 
-# Codes with which a server says it does not know the upgrade's API.
-_NOT_SERVED = frozenset({"OTSUnsupportOperation", "OTSInvalidAPI"})
+# Codes with which a server refuses the upgrade: it does not know the API, speaks another
+# version of the protocol, or (a widetable server of an earlier release, which answered
+# another version so) takes the upgrade request itself for a malformed one.
+_NOT_SERVED = frozenset({"OTSUnsupportOperation", "OTSInvalidAPI", "OTSParameterInvalid"})
 _UPGRADE_HEADERS = f"Upgrade: {UPGRADE}\r\nConnection: Upgrade\r\n".encode()
 MAX_ANSWER = 4 * MAX_FRAME  # bytes of one answer (a range page is at most 4 MB of rows)
 
@@ -91,46 +94,51 @@ def _plain_item(item: object, key: int) -> None:
         raise Unsendable("a batch item to send over Tablestore's protocol")
 
 
-class StoredRow(Row, array_like=True, tag=FORMAT):
-    """A row read as stored, ``[FORMAT, pk, latest, timestamps, history]``, decoded
-    straight into a Row; ``history`` lands in ``_versions``, and ``_plain`` drops it
-    (a read without options returns the newest versions only)."""
+class _Stored(msgspec.Struct, array_like=True, tag=FORMAT, gc=False):
+    """A row as stored, ``[FORMAT, pk, latest, timestamps, history]`` (``rowcodec``)."""
+
+    primary_key: tuple
+    columns: dict
+    stamps: Any
+    history: Any = None
 
 
-class AnswerRow(Row, array_like=True, tag=ANSWER_ROW):
-    """A row the server built, ``[0, pk, columns, timestamps, versions]``, as a Row."""
+class _Built(msgspec.Struct, array_like=True, tag=ANSWER_ROW, gc=False):
+    """A row the server built, ``[0, pk, columns, timestamps, versions]``."""
+
+    primary_key: tuple
+    columns: dict
+    stamps: Any
+    versions: Any = None
 
 
-_AnyRow = StoredRow | AnswerRow
+# An answer's rows decode in one call into these shapes (their first element tells
+# which), then become Rows: a stored row without its history, which a read without
+# options does not return. (Decoding into Row subclasses would save the second step,
+# but their msgspec encoding would differ from a Row's.)
+_decode_range = msgspec.msgpack.Decoder(
+    tuple[int, tuple[list[_Stored | _Built], tuple | None]], ext_hook=ext_hook).decode
+_decode_row = msgspec.msgpack.Decoder(tuple[int, _Stored | _Built | None], ext_hook=ext_hook).decode
 _OK = b"\x92\x00"  # an answer [0, result]; anything else is an error, read generically
-_decode_range = msgspec.msgpack.Decoder(tuple[int, tuple[list[_AnyRow], tuple | None]],
-                                       ext_hook=ext_hook).decode
-_decode_row = msgspec.msgpack.Decoder(tuple[int, _AnyRow | None], ext_hook=ext_hook).decode
-
-
-def _plain(row: Row) -> Row:
-    if row._versions is not None and type(row) is StoredRow:
-        row._versions = None
-    return row
 
 
 def _range_answer(data: bytes | memoryview) -> object:
     if data[:2] != _OK:
         return read_answer(data)
-    answer = _decode_range(data)
-    for row in answer[1][0]:
-        if row._versions is not None:
-            _plain(row)
-    return answer
+    rows, nxt = _decode_range(data)[1]
+    return 0, ([Row(s.primary_key, s.columns, s.stamps) if type(s) is _Stored
+                else Row(s.primary_key, s.columns, s.stamps, s.versions) for s in rows], nxt)
 
 
 def _row_answer(data: bytes | memoryview) -> object:
     if data[:2] != _OK:
         return read_answer(data)
-    answer = _decode_row(data)
-    if answer[1] is not None:
-        _plain(answer[1])
-    return answer
+    s = _decode_row(data)[1]
+    if s is None:
+        return 0, None
+    if type(s) is _Stored:
+        return 0, Row(s.primary_key, s.columns, s.stamps)
+    return 0, Row(s.primary_key, s.columns, s.stamps, s.versions)
 
 
 def _row(row: list | None) -> Row | None:
@@ -305,25 +313,31 @@ class NativeChannel:
         self._conns.close()
 
 
-RECV_BUFFER = 256 * 1024  # bytes of a connection's receive buffer, reused for every answer
+RECV_START = 64 * 1024  # bytes of a connection's receive buffer at first, reused for every answer
+RECV_KEEP = 1024 * 1024  # the most it grows to, for larger answers; past that, one buffer each
 
 
 def _read_frame(conn: _Connection, decode: Callable = read_answer) -> list:
     """The next answer on ``conn``. An answer that fits the connection's receive buffer
-    (every answer but a large page's) is received into it and decoded there, with no
-    allocation and no copy; a larger one is read on into one buffer of its size."""
+    (which grows to RECV_KEEP bytes as answers need) is received into it and decoded
+    there, with no allocation and no copy; a larger one is read on into one buffer of
+    its size."""
     buf = conn._buf
     sock = conn.sock
     if not buf:
         view = conn.recv_view
         if view is None:
-            view = conn.recv_view = memoryview(bytearray(RECV_BUFFER))
+            view = conn.recv_view = memoryview(bytearray(RECV_START))
         got = sock.recv_into(view)  # type: ignore[union-attr]
         if not got:
             raise _Closed
         if got >= 4:
             size = HEADER.unpack_from(view)[0] + 4
-            if size <= RECV_BUFFER:
+            if len(view) < size <= RECV_KEEP:
+                bigger = memoryview(bytearray(min(max(size, 2 * len(view)), RECV_KEEP)))
+                bigger[:got] = view[:got]
+                view = conn.recv_view = bigger
+            if size <= len(view):
                 while got < size:  # never past this frame: the buffer is reused
                     more = sock.recv_into(view[got:size])  # type: ignore[union-attr]
                     if not more:
@@ -332,7 +346,7 @@ def _read_frame(conn: _Connection, decode: Callable = read_answer) -> list:
                 if got > size:  # bytes of a later frame: keep them
                     buf += view[size:got]
                 return decode(view[4:size])
-        buf += view[:got]
+    buf += view[:got]
     while len(buf) < 4:
         if not conn._more():
             raise _Protocol("the answer ended inside its frame")

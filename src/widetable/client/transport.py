@@ -21,6 +21,7 @@ import socket
 import ssl
 import struct
 import threading
+import weakref
 from urllib.parse import urlsplit
 
 from .. import errors as errs
@@ -250,8 +251,19 @@ class _Connection:
             parts.append(self._read(size + 2)[:size])
 
 
+class _Held:
+    """A thread's connection, held in its thread-local: when the thread ends, the
+    holder goes, and its finalizer closes the connection."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: _Connection) -> None:
+        self.conn = conn
+
+
 class ThreadConnections:
-    """One connection per thread (``get`` / ``keep``), and all of them for ``close``."""
+    """One connection per thread (``get`` / ``keep``), and all of them for ``close``. A
+    thread's connection is closed and let go when the thread ends."""
 
     def __init__(self) -> None:
         self._local = threading.local()
@@ -259,20 +271,26 @@ class ThreadConnections:
         self._lock = threading.Lock()
 
     def get(self) -> _Connection | None:
-        return getattr(self._local, "conn", None)
+        held = getattr(self._local, "held", None)
+        return None if held is None else held.conn
 
     def keep(self, conn: _Connection) -> None:
         """``conn`` is this thread's connection from now on."""
-        self._local.conn = conn
+        held = _Held(conn)
+        weakref.finalize(held, self._release, conn)
+        self._local.held = held
         with self._lock:
             self._all.add(conn)
 
-    def drop(self, conn: _Connection) -> None:
-        """Close this thread's ``conn``; the thread's next call opens another."""
+    def _release(self, conn: _Connection) -> None:
         conn.close()
-        self._local.conn = None
         with self._lock:
             self._all.discard(conn)
+
+    def drop(self, conn: _Connection) -> None:
+        """Close this thread's ``conn``; the thread's next call opens another."""
+        self._local.held = None
+        self._release(conn)
 
     def __len__(self) -> int:
         return len(self._all)

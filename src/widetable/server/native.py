@@ -34,8 +34,9 @@ timestamps, history]``, ``table/rowcodec.py``; the client drops ``history``,
 which such a read does not return). A read that returns exactly the stored rows
 costs the server no decoding and no encoding: a range page's answer is its
 rows' bytes joined between a head and the next start key. The first element
-tells the two row forms apart, so the client decodes a page straight into
-``Row`` objects in one call (``client/native.py``). A write result ``[pk,
+tells the two row forms apart, so the client decodes a whole page in one typed
+call (``client/native.py``). A client asking for another version of this
+protocol is answered ``OTSUnsupportOperation`` and goes on over Tablestore's. A write result ``[pk,
 increments]``, a batch's row result ``[table, pk, row, error]`` (read) or
 ``[table, op, pk, increments, error]`` (write), ``error`` being ``[code,
 message]`` or nil. Requests on a connection are answered in order, one at a time;

@@ -245,7 +245,14 @@ class TablestoreService:
     def _upgrade(self, conn: Connection, request: Request, verified: Verified, close: bool) -> None:
         """Answer a signed ``POST /WidetableNative`` with ``101`` and switch the connection
         to widetable's own protocol (``native.py``)."""
-        if request.headers.get("upgrade", "").lower() != native.UPGRADE or close or self.draining:
+        asked = request.headers.get("upgrade", "").lower()
+        if asked != native.UPGRADE and asked.startswith(native.UPGRADE.split("/")[0] + "/"):
+            # Another version of the protocol (a client of another release): it is not
+            # served here, and the client goes on over Tablestore's protocol.
+            body = error_body("OTSUnsupportOperation",
+                              f"this server speaks {native.UPGRADE}, not {asked}")
+            return self._answer(conn, request, 400, native.API, body, verified, close)
+        if asked != native.UPGRADE or close or self.draining:
             body = error_body("OTSParameterInvalid",
                               f"{native.API} switches protocols: send it with "
                               f"'Upgrade: {native.UPGRADE}' and 'Connection: Upgrade'")
