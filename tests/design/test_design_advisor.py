@@ -123,6 +123,28 @@ def test_concatenated_keys_led_by_a_time_or_a_sequence() -> None:
     assert "partition-key-skew" in fired(ev([(k,) for k in skewed], pk=pk1))
 
 
+def test_reversed_timestamps_first_make_a_head_hot_spot() -> None:
+    from widetable.keys import builders
+
+    ms = [1718000000123 + 1000 * i for i in range(500)]
+    cases = {
+        "reversed timestamps": [(builders.reverse_timestamp_str(t),) for t in ms],
+        "start with a reversed timestamp": [(f"{builders.reverse_timestamp_str(t)}#dev{t % 7}",)
+                                            for t in ms],
+    }
+    for kind, keys in cases.items():
+        f = next(f for f in advise_evidence(ev(keys, pk=(("k", "STRING"),))).findings
+                 if f.rule == "monotonic-first-key")
+        assert kind in f.title and "head hot spot" in f.title and f.severity == "critical"
+        assert f.evidence["reversed_timestamp_fraction"] == 1.0 and "reverse it" not in f.fix
+    ints = ev([(builders.reverse_timestamp(t), f"d{t % 9}") for t in ms],
+              pk=(("rts", "INTEGER"), ("d", "STRING")))
+    f = next(f for f in advise_evidence(ints).findings if f.rule == "monotonic-first-key")
+    assert f.fix_design[0].name == "d"  # lead with the device, keep newest first within it
+    behind = [(f"dev{t % 7}#{builders.reverse_timestamp_str(t)}",) for t in ms]
+    assert "monotonic-first-key" not in fired(ev(behind, pk=(("k", "STRING"),)))
+
+
 def test_partition_key_skew() -> None:
     skew = ev([("hot" if i % 2 else f"v{i}", i) for i in range(500)])
     assert "partition-key-skew" in fired(skew)

@@ -143,6 +143,15 @@ def leading_number(v: object) -> int | None:
     return None
 
 
+LONG_MAX = 2**63 - 1
+
+
+def reversed_timestamp_like(v: object) -> bool:
+    """``keys.reverse_timestamp`` of a time (``Long.MAX_VALUE - ts``, int or digit string)."""
+    n = as_int(v)
+    return n is not None and 0 <= n <= LONG_MAX and timestamp_like(LONG_MAX - n)
+
+
 def fraction(values: list, test) -> float:
     return sum(1 for v in values if test(v)) / len(values) if values else 0.0
 

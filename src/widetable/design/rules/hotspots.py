@@ -13,6 +13,7 @@ from ..findings import (
     fraction,
     leading_number,
     load_by_value,
+    reversed_timestamp_like,
     rounded,
     sequential_density,
     stats_totals,
@@ -37,7 +38,8 @@ def dispersed_column(ev: Evidence) -> int | None:
     best: tuple[int, int] | None = None
     for i in range(1, len(ev.primary_key)):
         values = ev.column(i)
-        if fraction(values, timestamp_like) > 0.5 or sequential_density(values) > 0.5:
+        if (fraction(values, timestamp_like) > 0.5 or sequential_density(values) > 0.5
+                or fraction(values, reversed_timestamp_like) > 0.5):
             continue
         distinct = len(set(values))
         if best is None or distinct > best[0]:
@@ -46,27 +48,34 @@ def dispersed_column(ev: Evidence) -> int | None:
 
 
 def monotonic_first_key(ev: Evidence) -> Finding | None:
-    """Timestamp or auto-increment first: every write lands on the last partition."""
+    """Timestamp or auto-increment first: every write lands on the last partition (or,
+    for reversed timestamps, on the first)."""
     name, _ = ev.primary_key[0]
     values = ev.column(0)
     summary = (ev.stats or {}).get("summary", {})
     tail = float(summary.get("tail_share", 0.0)) if summary.get("hot_spot") == "tail" else 0.0
     ts = fraction(values, timestamp_like)
     density = sequential_density(values, ev.total_rows)
-    lead_ts, lead_density = _leading_parts(values, ev.total_rows)
-    if ts < 0.9 and density < 0.5 and lead_ts < 0.9 and lead_density < 0.5 and not tail:
+    lead_ts, lead_density, lead_rev = _leading_parts(values, ev.total_rows)
+    rev = max(fraction(values, reversed_timestamp_like), lead_rev)
+    if max(ts, lead_ts, rev) < 0.9 and max(density, lead_density) < 0.5 and not tail:
         return None
+    where = "the last partition (tail hot spot)"
     if ts >= 0.9:
         kind = "timestamps"
     elif density >= 0.5:
         kind = "an increasing sequence"
     elif lead_ts >= 0.9:
         kind = "concatenated values that start with a timestamp"
+    elif rev >= 0.9:
+        kind = "reversed timestamps" if lead_rev < 0.9 else \
+            "concatenated values that start with a reversed timestamp"
+        where = "the first partition (head hot spot: the newest row always sorts first)"
     elif lead_density >= 0.5:
         kind = "concatenated values that start with an increasing sequence"
     else:
         kind = "keys"
-    ts = max(ts, lead_ts)
+    ts = max(ts, lead_ts, rev)
     fix_cols = _columns(ev)
     if len(fix_cols) > 1:
         other = dispersed_column(ev) or 1
@@ -77,6 +86,14 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
             f"need global {name} order, prefix a hash (keys.hash_prefix, 方法二) or write into N "
             f"buckets and read them in parallel (keys.salted + BucketedTable, 方法三)."
         )
+    elif rev >= 0.9:
+        fix_cols = [KeyColumn(name, name, "STRING", "hash_prefix", 4)]
+        fix = (
+            "A reversed timestamp orders rows newest first, but every write still lands at one "
+            "end of the key space: put it after a dispersed part (seed 004 keeps it behind the "
+            "row's entity), prefix a hash (keys.hash_prefix, seed 000 方法二), or use a "
+            "BucketedTable if ranges must stay readable."
+        )
     else:
         fix_cols = [KeyColumn(name, name, "STRING", "hash_prefix", 4)]
         fix = (
@@ -86,11 +103,12 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
     return Finding(
         rule="monotonic-first-key",
         severity=CRITICAL if ts >= 0.9 or tail else WARNING,
-        title=f"First key column {name!r} holds {kind}: writes pile onto the last partition (tail hot spot)",
+        title=f"First key column {name!r} holds {kind}: writes pile onto {where}",
         column=name,
         evidence=rounded({
             "sampled_keys": len(values), "timestamp_like_fraction": ts,
             "sequential_density": max(density, lead_density), "tail_share_of_load": tail,
+            "reversed_timestamp_fraction": rev,
         }),
         seed_rule="seed 000 §主鍵設計 常見熱點問題 (尾部熱點); seed 004 §以時間戳記開頭的資料列索引鍵; "
         "seed 001 §1.3 热点规避原则",
@@ -99,18 +117,20 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
     )
 
 
-def _leading_parts(values: list, population: int | None) -> tuple[float, float]:
-    """Of string keys that concatenate parts, most starting with a number: the share
-    whose leading number is a time, and how densely the leading numbers fill their
-    span (0, 0 when they do not, or when the numbers repeat, as a bucket or an id
-    shared by many rows does: only a new number for nearly every row is a sequence)."""
+def _leading_parts(values: list, population: int | None) -> tuple[float, float, float]:
+    """Of string keys that concatenate parts, most starting with a number: the shares
+    whose leading number is a time and a reversed time, and how densely the leading
+    numbers fill their span (zeros when they do not, and no density when the numbers
+    repeat, as a bucket or an id shared by many rows does: only a new number for
+    nearly every row is a sequence)."""
     leads = [n for n in map(leading_number, values) if n is not None]
     if not values or len(leads) < 0.9 * len(values):
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     lead_ts = fraction(leads, timestamp_like)
+    lead_rev = fraction(leads, reversed_timestamp_like)
     distinct = len(set(leads))
     density = sequential_density(leads, population) if distinct >= 0.9 * len(leads) else 0.0
-    return lead_ts, density
+    return lead_ts, density, lead_rev
 
 
 def partition_key_skew(ev: Evidence) -> Finding | None:
