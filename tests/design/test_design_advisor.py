@@ -141,6 +141,10 @@ def test_reversed_timestamps_first_make_a_head_hot_spot() -> None:
               pk=(("rts", "INTEGER"), ("d", "STRING")))
     f = next(f for f in advise_evidence(ints).findings if f.rule == "monotonic-first-key")
     assert f.fix_design[0].name == "d"  # lead with the device, keep newest first within it
+    dense = [(builders.reverse_timestamp_str(1718000000 + i),) for i in range(500)]  # 1 a second
+    f = next(f for f in advise_evidence(ev(dense, pk=(("k", "STRING"),), total_rows=86_400)).findings
+             if f.rule == "monotonic-first-key")
+    assert "reversed timestamps" in f.title and "head hot spot" in f.title
     behind = [(f"dev{t % 7}#{builders.reverse_timestamp_str(t)}",) for t in ms]
     assert "monotonic-first-key" not in fired(ev(behind, pk=(("k", "STRING"),)))
 

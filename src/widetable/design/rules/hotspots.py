@@ -63,14 +63,14 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
     where = "the last partition (tail hot spot)"
     if ts >= 0.9:
         kind = "timestamps"
+    elif rev >= 0.9:  # before the sequence: reversed times written every tick fill their span
+        kind = "reversed timestamps" if lead_rev < 0.9 else \
+            "concatenated values that start with a reversed timestamp"
+        where = "the first partition (head hot spot: the newest row always sorts first)"
     elif density >= 0.5:
         kind = "an increasing sequence"
     elif lead_ts >= 0.9:
         kind = "concatenated values that start with a timestamp"
-    elif rev >= 0.9:
-        kind = "reversed timestamps" if lead_rev < 0.9 else \
-            "concatenated values that start with a reversed timestamp"
-        where = "the first partition (head hot spot: the newest row always sorts first)"
     elif lead_density >= 0.5:
         kind = "concatenated values that start with an increasing sequence"
     else:
