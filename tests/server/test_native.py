@@ -366,6 +366,24 @@ def test_auto_falls_back_to_tablestore_when_the_upgrade_is_refused(served) -> No
         proxy.close()
 
 
+def test_frames_arriving_together_are_read_one_by_one() -> None:
+    """Bytes of a later frame received with an answer are kept for the next read, which
+    then starts from them (a real socket pair; the frames as the server writes them)."""
+    from widetable.client import native as client_native
+    from widetable.client.transport import _Connection
+
+    here, there = socket.socketpair()
+    with here, there:
+        conn = _Connection("unused", None, 5.0, None, "localhost")
+        conn.sock = here
+        answers = [native.frame((0, [i, b"x" * n])) for i, n in ((1, 10), (2, 100_000), (3, 5))]
+        there.sendall(answers[0] + answers[1][:7])  # the second frame's head comes along
+        assert client_native._read_frame(conn) == [0, [1, b"x" * 10]]
+        there.sendall(answers[1][7:] + answers[2])
+        assert client_native._read_frame(conn) == [0, [2, b"x" * 100_000]]
+        assert client_native._read_frame(conn) == [0, [3, b"x" * 5]]
+
+
 @pytest.mark.parametrize("upgrade", ["widetable-native/1", "something-else"])
 def test_a_client_of_another_release_falls_back_to_tablestore(served, monkeypatch,
                                                               upgrade) -> None:

@@ -122,23 +122,24 @@ _decode_row = msgspec.msgpack.Decoder(tuple[int, _Stored | _Built | None], ext_h
 _OK = b"\x92\x00"  # an answer [0, result]; anything else is an error, read generically
 
 
+def _shape_row(s: _Stored | _Built) -> Row:
+    if type(s) is _Stored:
+        return Row(s.primary_key, s.columns, s.stamps)  # no history: a plain read has none
+    return Row(s.primary_key, s.columns, s.stamps, s.versions)
+
+
 def _range_answer(data: bytes | memoryview) -> object:
     if data[:2] != _OK:
         return read_answer(data)
     rows, nxt = _decode_range(data)[1]
-    return 0, ([Row(s.primary_key, s.columns, s.stamps) if type(s) is _Stored
-                else Row(s.primary_key, s.columns, s.stamps, s.versions) for s in rows], nxt)
+    return 0, (list(map(_shape_row, rows)), nxt)
 
 
 def _row_answer(data: bytes | memoryview) -> object:
     if data[:2] != _OK:
         return read_answer(data)
     s = _decode_row(data)[1]
-    if s is None:
-        return 0, None
-    if type(s) is _Stored:
-        return 0, Row(s.primary_key, s.columns, s.stamps)
-    return 0, Row(s.primary_key, s.columns, s.stamps, s.versions)
+    return 0, None if s is None else _shape_row(s)
 
 
 def _row(row: list | None) -> Row | None:
@@ -346,7 +347,7 @@ def _read_frame(conn: _Connection, decode: Callable = read_answer) -> list:
                 if got > size:  # bytes of a later frame: keep them
                     buf += view[size:got]
                 return decode(view[4:size])
-    buf += view[:got]
+        buf += view[:got]
     while len(buf) < 4:
         if not conn._more():
             raise _Protocol("the answer ended inside its frame")

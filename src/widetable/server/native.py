@@ -159,8 +159,8 @@ def row_out(row) -> list | None:
 
 
 class Pieces(list):
-    """A result already encoded, in pieces to join after the answer's ``[0,``: the stored
-    rows of a range page, which are copied once, into the frame."""
+    """A result already encoded, in pieces to join after the answer's ``[0,``: a stored
+    row, or the stored rows of a range page, copied once, into the frame."""
 
 
 def _array_head(n: int) -> bytes:
@@ -209,7 +209,7 @@ def _get_row(db: Database, name, pk, columns, max_versions, time_range, filter, 
     if (reader is table and type(table) is Table and table.plain_reads and columns is None
             and max_versions is None and time_range is None and filter is None):
         blob = table.stored_row(pk)
-        return None if blob is None else msgspec.Raw(blob)
+        return None if blob is None else Pieces((blob,))
     return row_out(reader.get_row(pk, columns=columns, max_versions=max_versions,
                                   time_range=time_range, filter=_filter(filter)))
 
@@ -310,9 +310,7 @@ def execute(db: Database, request: tuple) -> bytes:
     try:
         call = CALLS[request[0]][0]
         result = call(db, *request[1:])
-        if type(result) is msgspec.Raw:  # a stored row: [0, row] written around its bytes
-            return b"".join((HEADER.pack(len(result) + 2), _OK, result))
-        if type(result) is Pieces:
+        if type(result) is Pieces:  # stored rows: [0, ...] written around their bytes
             return b"".join([HEADER.pack(sum(map(len, result)) + 2), _OK, *result])
         return frame((0, result))
     except WidetableError as exc:
