@@ -194,6 +194,34 @@ def test_retention_trims_only_what_consumers_applied(db):
     assert [d.stream_retention for d in [db.describe_table("t")]] == [1]
 
 
+def test_trim_visits_only_the_shards_that_hold_records(db, monkeypatch):
+    import time
+
+    from widetable.stream import log
+
+    db.create_table("t", PK, stream=True, stream_retention=1)
+    t = db.table("t")
+    for at in "mfsckpwbdhjnqux":  # 15 splits: shards 0 .. 30, 15 of them closed
+        db.split_partition("t", at)
+    live = {p.id for p in db.describe_table("t").partitions}
+    for k in ("a", "g", "p", "y", "z"):
+        t.put_row((k, 1), {"x": 1})
+    tid = t.schema.table_id
+    holding = {s for s in range(31) if log.first_seq(db._engine, tid, s) is not None}
+    assert holding <= live and len(holding) == 4
+    assert list(log.shards_with_records(db._engine, tid)) == sorted(holding)
+    seeks = []
+    scan = db._engine.scan
+    monkeypatch.setattr(db._engine, "scan", lambda lo, hi, reverse=False: seeks.append(lo) or scan(lo, hi, reverse))
+    time.sleep(1.1)
+    assert db.trim_change_log() == 5
+    # Per shard with records: find it, trim it; then the end. Not one seek per shard id.
+    assert len(seeks) == 2 * len(holding) + 1 < 31
+    assert list(log.shards_with_records(db._engine, tid)) == []
+    t.put_row(("z", 2), {"x": 2})
+    assert [r.primary_key for r in drain(db, db.list_stream()[0].stream_id)] == [("z", 2)]
+
+
 def test_shard_links_outlive_the_history_limit(db, monkeypatch):
     from widetable.partition import meta
 

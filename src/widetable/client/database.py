@@ -1,7 +1,7 @@
 """``widetable.connect``: a remote Database with the embedded API.
 
-Data calls (row reads and writes, ranges, batches) go over widetable's own
-protocol (``native.py``) when the server speaks it; the catalog, indexes,
+Data calls (row reads and writes, ranges, batches) and the change stream go over
+widetable's own protocol (``native.py``) when the server speaks it; the catalog, indexes,
 transactions' start and end, and every call against a server without it go
 over Tablestore's protocol.
 """
@@ -20,6 +20,7 @@ from ..partition.retry import Retrier
 from ..server import convert, plainbuffer
 from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
+from ..stream.api import StreamDescription, StreamInfo, StreamRecords
 from ..table.batch import (
     MAX_BATCH_GET,
     MAX_BATCH_WRITE,
@@ -32,6 +33,7 @@ from ..table.row import BatchGetResult, BatchWriteResult, WriteResult
 from ..table.schema import AUTO_INCREMENT, DEFAULT_MAX_TIME_DEVIATION, TableOptions, TableSchema
 from ..table.transaction import DEFAULT_TIMEOUT
 from ..table.values import MAX_REQUEST_BYTES
+from . import streams
 from .native import NativeChannel, Unsendable
 from .table import RT_AFTER_MODIFY, RT_PK, RemoteTable, RemoteTransaction, fill_read, read_row
 from .transport import Transport, error_of
@@ -99,10 +101,13 @@ class RemoteDatabase:
     def create_table(self, name: str, primary_key: list, max_versions: int = 1,
                      ttl: int | None = None, max_time_deviation: int = DEFAULT_MAX_TIME_DEVIATION,
                      split_points: list | None = None, defined_columns: list | None = None,
+                     stream: bool = False, stream_retention: int = 86400,
                      **partition_options: float) -> RemoteTable:
         """Create a table (see :meth:`widetable.Database.create_table`). Of the partition
         options only ``reserved_throughput`` travels (as read CUs; a widetable server
-        pools read + write); the others are server-side settings (``serve --capacity``)."""
+        pools read + write); the others are server-side settings (``serve --capacity``).
+        ``stream_retention`` travels in hours, as Tablestore's protocol counts it: it
+        must be a whole number of hours."""
         reserved = _reserved(partition_options)
         req = pb.CreateTableRequest()
         req.table_meta.table_name = name if isinstance(name, str) else describe(name)
@@ -127,6 +132,8 @@ class RemoteDatabase:
             if type(value) is not int:
                 raise ParameterInvalid(f"{attr} must be an int, got {describe(value)}")
             setattr(req.table_options, attr, value)
+        if stream or stream_retention != 86400:
+            _fill_stream_spec(req.stream_spec, stream, stream_retention)
         if split_points:
             kind = primary_key[0][1]
             bounds = [None, *split_points, None]
@@ -162,13 +169,21 @@ class RemoteDatabase:
         resp = pb.DescribeTableResponse.FromString(
             self._call("DescribeTable", pb.DescribeTableRequest(table_name=name)))
         return _description(resp.table_meta, resp.table_options,
-                            resp.reserved_throughput_details, resp.index_metas)
+                            resp.reserved_throughput_details, resp.index_metas, resp.stream_details)
 
     def update_table(self, name: str, max_versions: int | None = None, ttl: int | None = None,
-                     max_time_deviation: int | None = None, **partition_options: float) -> TableDescription:
-        """Change table options; of the partition options only ``reserved_throughput`` travels."""
+                     max_time_deviation: int | None = None, stream: bool | None = None,
+                     stream_retention: int | None = None,
+                     **partition_options: float) -> TableDescription:
+        """Change table options; of the partition options only ``reserved_throughput`` travels.
+        ``stream_retention`` (whole hours, in seconds) travels with ``stream``: changing it
+        alone sends the table's current ``stream`` setting with it."""
         reserved = _reserved(partition_options)
         req = pb.UpdateTableRequest(table_name=name)
+        if stream is None and stream_retention is not None:
+            stream = self.describe_table(name).stream
+        if stream is not None:
+            _fill_stream_spec(req.stream_spec, stream, stream_retention)
         if reserved is not None:
             req.reserved_throughput.capacity_unit.read = reserved
             req.reserved_throughput.capacity_unit.write = 0
@@ -362,6 +377,51 @@ class RemoteDatabase:
     def abort_transaction(self, transaction_id: str) -> None:
         self._call("AbortTransaction", pb.AbortTransactionRequest(transaction_id=transaction_id))
 
+    # -- the change stream ------------------------------------------------------------
+    # Over widetable's own protocol, exactly the embedded results; over Tablestore's
+    # (``streams.py``), what its messages carry.
+
+    def list_stream(self, table: str | None = None) -> list[StreamInfo]:
+        """The streams of every table with ``stream`` on (or of ``table``)."""
+        native = self._live_native()
+        if native is not None:
+            try:
+                return native.list_stream(table)
+            except Unsendable:
+                pass
+        return streams.list_stream(self._call, table)
+
+    def describe_stream(self, stream_id: str) -> StreamDescription:
+        """A stream's shards with their parent and child links (see ``Database.describe_stream``)."""
+        native = self._live_native()
+        if native is not None:
+            try:
+                return native.describe_stream(stream_id)
+            except Unsendable:
+                pass
+        return streams.describe_stream(self._call, stream_id)
+
+    def get_shard_iterator(self, stream_id: str, shard_id: int, position: object = "TRIM_HORIZON") -> str:
+        """An opaque iterator into one shard: at ``TRIM_HORIZON``, ``LATEST`` or a sequence
+        number (over Tablestore's protocol, ``TRIM_HORIZON`` only)."""
+        native = self._live_native()
+        if native is not None:
+            try:
+                return native.get_shard_iterator(stream_id, shard_id, position)
+            except Unsendable:
+                pass
+        return streams.get_shard_iterator(self._call, stream_id, shard_id, position)
+
+    def get_stream_record(self, iterator: str, limit: int = 100) -> StreamRecords:
+        """Up to ``limit`` records from ``iterator`` in commit order, and the next iterator."""
+        native = self._live_native()
+        if native is not None:
+            try:
+                return native.get_stream_record(iterator, limit)
+            except Unsendable:
+                pass
+        return streams.get_stream_record(self._call, iterator, limit)
+
     def compute_split_points_by_size(self, name: str, split_size: int) -> list[tuple]:
         """Split points (key prefixes) of about ``split_size`` bytes apart."""
         req = pb.ComputeSplitPointsBySizeRequest(table_name=name, split_size=max(1, split_size),
@@ -438,7 +498,20 @@ def _fill_defined(meta, defined_columns: list | None) -> None:
         meta.defined_column.add(name=col[0], type=code)
 
 
-def _description(meta, options, throughput, index_metas=()) -> TableDescription:
+def _fill_stream_spec(spec, stream: object, retention: int | None) -> None:
+    """A StreamSpecification: on or off, and the retention in hours (it must be whole hours)."""
+    spec.enable_stream = bool(stream)
+    if retention is not None:
+        if type(retention) is not int or retention <= 0 or retention % 3600:
+            raise ParameterInvalid(
+                f"stream_retention must be a whole number of hours in seconds (3600, 7200, ...) "
+                f"over Tablestore's protocol, got {describe(retention)}")
+        if retention // 3600 >= 2**31:
+            raise ParameterInvalid(f"stream_retention {retention} is over the protocol's limit")
+        spec.expiration_time = retention // 3600
+
+
+def _description(meta, options, throughput, index_metas=(), stream=None) -> TableDescription:
     primary_key = [(c.name, convert.PK_TYPES.get(c.type, str(c.type))) for c in meta.primary_key]
     auto = next((c.name for c in meta.primary_key
                  if c.HasField("option") and c.option == convert.AUTO_INCREMENT_OPTION), None)
@@ -451,9 +524,13 @@ def _description(meta, options, throughput, index_metas=()) -> TableDescription:
                          tuple(m.primary_key), tuple(m.defined_column), None)
         for m in index_metas
     ]
+    streamed = stream is not None and stream.enable_stream
+    retention = stream.expiration_time * 3600 if stream is not None and stream.HasField(
+        "expiration_time") else 86400
     return TableDescription(meta.table_name, primary_key, opts, 0,
                             float(throughput.last_increase_time), auto_increment=auto,
-                            defined_columns=defined, indexes=indexes)
+                            defined_columns=defined, stream=streamed, stream_retention=retention,
+                            indexes=indexes)
 
 
 def connect(endpoint: str, access_key_id: str, access_key_secret: str,

@@ -26,9 +26,13 @@ from ..server.native import (
     BATCH_GET_ROW,
     BATCH_WRITE_ROW,
     DELETE_ROW,
+    DESCRIBE_STREAM,
     GET_RANGE,
     GET_ROW,
+    GET_SHARD_ITERATOR,
+    GET_STREAM_RECORD,
     HEADER,
+    LIST_STREAM,
     MAX_FRAME,
     PUT_ROW,
     UPDATE_ROW,
@@ -39,6 +43,8 @@ from ..server.native import (
     wire_bound,
 )
 from ..server.proto import pb
+from ..stream.api import ShardInfo, StreamDescription, StreamInfo, StreamRecords
+from ..stream.log import StreamColumn, StreamRecord
 from ..table.filters import as_condition
 from ..table.row import BatchGetResult, BatchWriteResult, RangeResult, Row, WriteResult
 from ..table.rowcodec import FORMAT
@@ -197,6 +203,29 @@ class NativeChannel:
 
     def delete_row(self, table, pk, condition, txn) -> WriteResult:
         return _written(self.call((DELETE_ROW, table, pk, _condition(condition), txn)))
+
+    # -- the change stream (answers: server/native.py's docstring) --------------------
+
+    def list_stream(self, table) -> list[StreamInfo]:
+        return [StreamInfo(*s) for s in self.call((LIST_STREAM, table))]
+
+    def describe_stream(self, stream_id) -> StreamDescription:
+        sid, table, status, retention, shards, lagging = self.call((DESCRIBE_STREAM, stream_id))
+        return StreamDescription(sid, table, status, retention, [
+            ShardInfo(shard, tuple(parents), tuple(children), start, end, closed)
+            for shard, parents, children, start, end, closed in shards
+        ], list(lagging))
+
+    def get_shard_iterator(self, stream_id, shard_id, position) -> str:
+        return self.call((GET_SHARD_ITERATOR, stream_id, shard_id, position))
+
+    def get_stream_record(self, iterator, limit) -> StreamRecords:
+        records, nxt = self.call((GET_STREAM_RECORD, iterator, limit))
+        return StreamRecords([
+            StreamRecord(seq, shard, op, tuple(pk),
+                         tuple(StreamColumn(*c) for c in columns), ts)
+            for seq, shard, op, pk, columns, ts in records
+        ], nxt)
 
     def batch_get_row(self, requests: object) -> list[BatchGetResult]:
         if not isinstance(requests, (list, tuple)):

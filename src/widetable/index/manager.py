@@ -228,12 +228,11 @@ class IndexManager:
                 continue
             cutoff = now - table.schema.stream_retention * 1000
             consumers = [g for g in self.globals.values() if g.table is table]
-            tp = self.db._partitions.partitions(table)
             # First the seq counter, at least every seq a trim may drop: reopening recovers
             # the seq from it and the log's last records, and after a crash in the middle of
             # trimming, a log emptied without it would hand out seqs again.
             self.engine.put(layout.counter_key(_seq_counter(feed.table_id)), feed.seq.to_bytes(8, "big"))
-            for shard in range(tp.next_id):
+            for shard in list(log.shards_with_records(self.engine, feed.table_id)):
                 keep = min((g.checkpoint(shard) for g in consumers), default=None)
                 dropped += log.trim_shard(self.engine, feed.table_id, shard, cutoff, keep)
         return dropped

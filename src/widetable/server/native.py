@@ -11,7 +11,7 @@ the official SDKs, and for everything ``widetable.connect`` does not send here
 (catalog, indexes, transactions' start and end, values MessagePack cannot carry).
 
 Handshake. The client sends a signed Tablestore request ``POST /WidetableNative``
-with ``Upgrade: widetable-native/2``, ``Connection: Upgrade`` and an empty body.
+with ``Upgrade: widetable-native/3``, ``Connection: Upgrade`` and an empty body.
 The service checks it like any API (identity, instance, date, signature, MD5)
 and answers ``101 Switching Protocols``, signed like any answer: each side then
 knows that the other holds the access key. From then on the connection carries
@@ -39,7 +39,12 @@ call (``client/native.py``). A client asking for another version of this
 protocol is answered ``OTSUnsupportOperation`` and goes on over Tablestore's. A write result ``[pk,
 increments]``, a batch's row result ``[table, pk, row, error]`` (read) or
 ``[table, op, pk, increments, error]`` (write), ``error`` being ``[code,
-message]`` or nil. Requests on a connection are answered in order, one at a time;
+message]`` or nil. The stream calls (``stream/api.py``) answer its results as
+arrays of their fields in order: a stream ``[id, table, created_at]``; a
+description ``[id, table, status, retention, shards, lagging]``, a shard
+``[id, parents, children, start, end, closed]``; a page of records ``[records,
+next iterator]``, a record ``[sequence, shard, operation, pk, columns, ts]``, a
+column ``[name, kind, value, timestamp]``; they run in the pool. Requests on a connection are answered in order, one at a time;
 pipelined frames wait. Where a call runs (the loop, or the worker pool) follows
 the Tablestore service's rules (``service.py``). A frame that is not a call
 gets ``OTSParameterInvalid``; one over the size limit also closes the connection.
@@ -73,7 +78,7 @@ from .proto import pb
 log = logging.getLogger("widetable.server")
 
 API = "WidetableNative"  # the path of the upgrade request, signed as an API name
-UPGRADE = "widetable-native/2"  # /2: rows carry their form first
+UPGRADE = "widetable-native/3"  # /2: rows carry their form first; /3: the stream calls
 HEADER = struct.Struct("<I")
 MAX_FRAME = 5 * 2**20
 EXT_INF_MIN, EXT_INF_MAX = 1, 2
@@ -81,6 +86,8 @@ INLINE_RANGE_LIMIT = 100  # rows of a range small enough to run on the loop (bot
 INLINE_FRAME = 64 * 1024  # bytes of the largest request run on the loop (both protocols)
 
 GET_ROW, GET_RANGE, PUT_ROW, UPDATE_ROW, DELETE_ROW, BATCH_GET_ROW, BATCH_WRITE_ROW = range(1, 8)
+LIST_STREAM, DESCRIBE_STREAM, GET_SHARD_ITERATOR, GET_STREAM_RECORD = range(8, 12)
+STREAM_CALLS = frozenset({LIST_STREAM, DESCRIBE_STREAM, GET_SHARD_ITERATOR, GET_STREAM_RECORD})
 
 
 _INF_EXT = (msgpack.ExtType(EXT_INF_MIN, b""), msgpack.ExtType(EXT_INF_MAX, b""))
@@ -288,6 +295,28 @@ def _batch_write_row(db: Database, items, txn) -> object:
     return out
 
 
+def _list_stream(db: Database, table) -> object:
+    return [[s.stream_id, s.table, s.created_at] for s in db.list_stream(table)]
+
+
+def _describe_stream(db: Database, stream_id) -> object:
+    d = db.describe_stream(stream_id)
+    return [d.stream_id, d.table, d.status, d.retention,
+            [[s.shard_id, s.parents, s.children, s.start, s.end, s.closed] for s in d.shards],
+            d.lagging_consumers]
+
+
+def _get_shard_iterator(db: Database, stream_id, shard_id, position) -> object:
+    return db.get_shard_iterator(stream_id, shard_id, position)
+
+
+def _get_stream_record(db: Database, iterator, limit) -> object:
+    page = db.get_stream_record(iterator, limit)
+    return [[[r.sequence, r.shard, r.operation, r.primary_key,
+              [[c.name, c.kind, c.value, c.timestamp] for c in r.columns], r.timestamp]
+             for r in page.records], page.next_iterator]
+
+
 CALLS: dict[int, tuple[Callable, int]] = {  # op -> (call, its argument count)
     GET_ROW: (_get_row, 7),
     GET_RANGE: (_get_range, 10),
@@ -296,6 +325,10 @@ CALLS: dict[int, tuple[Callable, int]] = {  # op -> (call, its argument count)
     DELETE_ROW: (_delete_row, 4),
     BATCH_GET_ROW: (_batch_get_row, 1),
     BATCH_WRITE_ROW: (_batch_write_row, 2),
+    LIST_STREAM: (_list_stream, 1),
+    DESCRIBE_STREAM: (_describe_stream, 1),
+    GET_SHARD_ITERATOR: (_get_shard_iterator, 3),
+    GET_STREAM_RECORD: (_get_stream_record, 2),
 }
 ROW_WRITES = frozenset({PUT_ROW, UPDATE_ROW, DELETE_ROW})
 TRANSACTION_ARG = {GET_ROW: 7, GET_RANGE: 10, PUT_ROW: 5, UPDATE_ROW: 8, DELETE_ROW: 4,
@@ -341,7 +374,7 @@ def check(data: bytes) -> tuple:
 def pooled(request: tuple, size: int, transactions_open: bool) -> bool:
     """Whether a call may wait or run long, and so goes to the pool (``service.py``'s rules)."""
     op = request[0]
-    if op in (BATCH_GET_ROW, BATCH_WRITE_ROW) or size > INLINE_FRAME:
+    if op in (BATCH_GET_ROW, BATCH_WRITE_ROW) or op in STREAM_CALLS or size > INLINE_FRAME:
         return True
     txn = TRANSACTION_ARG.get(op)
     if txn is not None and request[txn]:

@@ -5,7 +5,7 @@ Grammar (integers little-endian; ``crc`` is one CRC-8 byte, polynomial 0x07)::
     buffer     = header rows                       header = u32 0x75
     rows       = row*                              (GetRange: many; elsewhere: one)
     row        = TAG_ROW_PK pk_cell* [TAG_ROW_DATA cell*] [TAG_DELETE_ROW_MARKER]
-                 TAG_ROW_CHECKSUM crc
+                 [extension] TAG_ROW_CHECKSUM crc
     pk_cell    = TAG_CELL name TAG_CELL_VALUE value TAG_CELL_CHECKSUM crc
     cell       = TAG_CELL name [TAG_CELL_VALUE value] [TAG_CELL_TYPE op:u8]
                  [TAG_CELL_TIMESTAMP i64] TAG_CELL_CHECKSUM crc
@@ -13,9 +13,14 @@ Grammar (integers little-endian; ``crc`` is one CRC-8 byte, polynomial 0x07)::
     value      = u32:len(rest) type:u8 payload     payload by type:
                  INTEGER i64 | DOUBLE f64 | BOOLEAN u8 | STRING, BLOB u32:len bytes
                  | INF_MIN, INF_MAX, AUTO_INCREMENT (nothing)
+    extension  = TAG_EXTENSION u32:len(rest) ext_item*    (stream records: GetStreamRecord)
+    ext_item   = TAG_SEQ_INFO u32:19 TAG_SEQ_INFO_EPOCH epoch:u32 TAG_SEQ_INFO_TS ts:i64
+                 TAG_SEQ_INFO_ROW_INDEX row_index:u32
+               | tag u32:len bytes                       (any other tag: skipped)
 
     tags: ROW_PK 1, ROW_DATA 2, CELL 3, CELL_NAME 4, CELL_VALUE 5, CELL_TYPE 6,
-          CELL_TIMESTAMP 7, DELETE_ROW_MARKER 8, ROW_CHECKSUM 9, CELL_CHECKSUM 10
+          CELL_TIMESTAMP 7, DELETE_ROW_MARKER 8, ROW_CHECKSUM 9, CELL_CHECKSUM 10,
+          EXTENSION 11, SEQ_INFO 12, SEQ_INFO_EPOCH 13, SEQ_INFO_TS 14, SEQ_INFO_ROW_INDEX 15
     types: INTEGER 0, DOUBLE 1, BOOLEAN 2, STRING 3, BLOB 7, INF_MIN 9, INF_MAX 10,
            AUTO_INCREMENT 11
     cell ops (update rows): DELETE_ALL_VERSION 1, DELETE_ONE_VERSION 3, INCREMENT 4
@@ -23,7 +28,12 @@ Grammar (integers little-endian; ``crc`` is one CRC-8 byte, polynomial 0x07)::
 Checksums: a cell's crc runs over its name bytes, then its value (type byte,
 then the i64 / f64 bits as i64 / bool byte / u32 length and bytes), then its
 timestamp (i64), then its op byte, in that order whatever the wire order. A
-row's crc runs over each cell's crc, then one byte: 1 with a delete marker, else 0.
+row's crc runs over each cell's crc, then one byte: 1 with a delete marker, else 0;
+the extension is outside every checksum (the SDKs compute the row's crc from the
+cells and the marker alone).
+
+A stream record's extension carries its sequence info ``(epoch, timestamp,
+row_index)``, which orders the records of a shard (``streams.py`` fills it).
 
 DO NOT CHANGE: this is Tablestore's wire format; the official SDKs speak it.
 The decoder checks every length and checksum and raises ``OTSParameterInvalid``
@@ -38,6 +48,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import fastcrc
 
@@ -49,6 +60,9 @@ HEADER = 0x75
 TAG_ROW_PK, TAG_ROW_DATA, TAG_CELL, TAG_CELL_NAME, TAG_CELL_VALUE = 1, 2, 3, 4, 5
 TAG_CELL_TYPE, TAG_CELL_TIMESTAMP, TAG_DELETE_ROW_MARKER = 6, 7, 8
 TAG_ROW_CHECKSUM, TAG_CELL_CHECKSUM = 9, 10
+TAG_EXTENSION, TAG_SEQ_INFO, TAG_SEQ_INFO_EPOCH, TAG_SEQ_INFO_TS, TAG_SEQ_INFO_ROW_INDEX = (
+    11, 12, 13, 14, 15)
+SEQ_INFO_LENGTH = 1 + 4 + 1 + 8 + 1 + 4  # what follows a TAG_SEQ_INFO's length
 VT_INTEGER, VT_DOUBLE, VT_BOOLEAN, VT_STRING, VT_BLOB = 0, 1, 2, 3, 7
 VT_INF_MIN, VT_INF_MAX, VT_AUTO_INCREMENT = 9, 10, 11
 DELETE_ALL_VERSION, DELETE_ONE_VERSION, INCREMENT = 1, 3, 4
@@ -94,11 +108,21 @@ class Cell:
     timestamp: int | None = None
 
 
+class SeqInfo(NamedTuple):
+    """A stream record's sequence info, in its row's extension: ``epoch`` and
+    ``row_index`` are u32, ``timestamp`` (microseconds) i64."""
+
+    epoch: int
+    timestamp: int
+    row_index: int
+
+
 @dataclass(slots=True)
 class PlainRow:
     primary_key: list[tuple[str, object]]
     cells: list[Cell] = field(default_factory=list)
     delete_marker: bool = False
+    sequence: SeqInfo | None = None  # in a row extension (stream records)
 
 
 # -- encoding -------------------------------------------------------------------
@@ -201,7 +225,25 @@ def _encode_row(out: bytearray, row: PlainRow) -> None:
     if row.delete_marker:
         out.append(TAG_DELETE_ROW_MARKER)
     row_crc = table[row_crc ^ (1 if row.delete_marker else 0)]
+    if row.sequence is not None:
+        out += _extension(row.sequence)
     out += bytes((TAG_ROW_CHECKSUM, row_crc))
+
+
+_SEQ_INFO = struct.Struct("<BIBIBqBI")  # TAG_SEQ_INFO len TAG_EPOCH u32 TAG_TS i64 TAG_INDEX u32
+_EXTENSION_HEAD = struct.Struct("<BI")  # TAG_EXTENSION, length of the rest
+
+
+def _extension(seq: SeqInfo) -> bytes:
+    """A row extension holding ``seq`` (outside the row's checksum)."""
+    epoch, ts, index = seq if isinstance(seq, tuple) and len(seq) == 3 else (None, None, None)
+    if not (type(epoch) is int and 0 <= epoch < 2**32 and type(index) is int
+            and 0 <= index < 2**32 and type(ts) is int and -(2**63) <= ts < 2**63):
+        raise ParameterInvalid(f"sequence info {seq!r}: epoch and row_index must be u32, "
+                               "timestamp an int64")
+    body = _SEQ_INFO.pack(TAG_SEQ_INFO, SEQ_INFO_LENGTH, TAG_SEQ_INFO_EPOCH, epoch,
+                          TAG_SEQ_INFO_TS, ts, TAG_SEQ_INFO_ROW_INDEX, index)
+    return _EXTENSION_HEAD.pack(TAG_EXTENSION, len(body)) + body
 
 
 def encode_rows(rows: list[PlainRow]) -> bytes:
@@ -360,8 +402,44 @@ def _read_row(r: _Reader) -> PlainRow:
         r.pos += 1
         row.delete_marker = True
     row_crc = CRC8_TABLE[row_crc ^ (1 if row.delete_marker else 0)]
+    if r.peek() == TAG_EXTENSION:
+        r.pos += 1
+        row.sequence = _read_extension(r)
     _read_crc(r, TAG_ROW_CHECKSUM, row_crc, "the row")
     return row
+
+
+def _read_extension(r: _Reader) -> SeqInfo | None:
+    """The sequence info in a row extension (after its tag), if it holds one; items
+    of other tags are skipped by their length."""
+    total = r.u32()
+    end = r.pos + total
+    if end > r.end:
+        raise r.fail(f"row extension length says {total} bytes, {r.end - r.pos} left")
+    seq = None
+    while r.pos < end:
+        tag = r.byte()
+        length = r.u32()
+        start = r.pos
+        if start + length > end:
+            raise r.fail(f"extension item (tag {tag}) of {length} bytes overruns its extension")
+        if tag != TAG_SEQ_INFO:
+            r.pos += length
+            continue
+        if seq is not None:
+            raise r.fail("a row extension holds two sequence infos")
+        if length != SEQ_INFO_LENGTH:
+            raise r.fail(f"sequence info length is {length}, not {SEQ_INFO_LENGTH}")
+        r.expect(TAG_SEQ_INFO_EPOCH, "the sequence info's epoch")
+        epoch = r.u32()
+        r.expect(TAG_SEQ_INFO_TS, "the sequence info's timestamp")
+        ts = _I64.unpack(r.take(8))[0]
+        r.expect(TAG_SEQ_INFO_ROW_INDEX, "the sequence info's row index")
+        seq = SeqInfo(epoch, ts, r.u32())
+    if r.pos != end:
+        taken = r.pos - (end - total)
+        raise r.fail(f"row extension length says {total} bytes, its items take {taken}")
+    return seq
 
 
 def _reader(buf: bytes) -> _Reader:
@@ -492,6 +570,7 @@ def _fast_rows(buf: bytes, one: bool) -> list[PlainRow]:
         if marker:
             pos += 1
         row_crc = table[row_crc ^ (1 if marker else 0)]
+        # A row extension (TAG_EXTENSION) is no TAG_ROW_CHECKSUM: the careful decoder reads it.
         if buf[pos] != TAG_ROW_CHECKSUM or buf[pos + 1] != row_crc:
             raise _Slow
         pos += 2
@@ -543,6 +622,6 @@ def decode_value(buf: bytes) -> object:
 
 
 __all__ = [
-    "Cell", "PlainBufferError", "PlainRow", "crc8", "decode_row", "decode_rows",
+    "Cell", "PlainBufferError", "PlainRow", "SeqInfo", "crc8", "decode_row", "decode_rows",
     "decode_value", "encode_primary_key", "encode_row", "encode_rows", "encode_value",
 ]

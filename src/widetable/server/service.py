@@ -25,6 +25,9 @@ pool thread yields it at least every 5 ms, the interpreter's switch interval):
 * BatchGetRow and BatchWriteRow (up to 100 / 200 rows: milliseconds), and any
   request whose body is over 64 KiB;
 * a GetRange without a limit or with one over 100 rows (up to 5000 rows / 4 MB);
+* the Stream APIs (``streams.py``), as over the native protocol: GetStreamRecord
+  scans the change log (up to 1000 records) and, on a closed shard, first waits
+  for writes still on their way into it; DescribeStream walks the shard history;
 * a plain PutRow, UpdateRow or DeleteRow while any local transaction is open
   (``Database.transactions_open()``): such a write waits up to 50 ms when it
   meets the partition key a transaction holds, before failing with
@@ -47,7 +50,7 @@ from google.protobuf.message import DecodeError
 
 from ..db import Database
 from ..errors import WidetableError
-from . import batch, native, rows, tables, txn
+from . import batch, native, rows, streams, tables, txn
 from .auth import DateClock, KeyStore, Verified, content_md5
 from .errors import (
     METHOD_NOT_ALLOWED,
@@ -82,6 +85,10 @@ HANDLERS: dict[str, Callable] = {
     "StartLocalTransaction": txn.start_local_transaction,
     "CommitTransaction": txn.commit_transaction,
     "AbortTransaction": txn.abort_transaction,
+    "ListStream": streams.list_stream,
+    "DescribeStream": streams.describe_stream,
+    "GetShardIterator": streams.get_shard_iterator,
+    "GetStreamRecord": streams.get_stream_record,
 }
 _REQUEST_CLASSES: dict[str, Any] = {api: message(f"{api}Request") for api in HANDLERS}
 UPGRADE_TO_NATIVE = object()  # what decode() gives for the upgrade to widetable's own protocol
@@ -93,8 +100,6 @@ LATER = {
     "ListSearchIndex": "search indexes", "CreateSearchIndex": "search indexes",
     "UpdateSearchIndex": "search indexes", "DeleteSearchIndex": "search indexes",
     "DescribeSearchIndex": "search indexes", "SQLQuery": "SQL",
-    "ListStream": "streams", "DescribeStream": "streams", "GetShardIterator": "streams",
-    "GetStreamRecord": "streams",
 }
 
 # Served by the worker pool: they may wait on locks or run long (see the module docstring).
@@ -102,6 +107,7 @@ POOLED = frozenset({
     "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
     "ComputeSplitPointsBySize", "StartLocalTransaction", "CommitTransaction", "AbortTransaction",
     "BatchGetRow", "BatchWriteRow",
+    "ListStream", "DescribeStream", "GetShardIterator", "GetStreamRecord",
 })
 WITH_TRANSACTION = frozenset({"GetRow", "PutRow", "UpdateRow", "DeleteRow", "GetRange"})
 ROW_WRITES = frozenset({"PutRow", "UpdateRow", "DeleteRow"})

@@ -9,6 +9,9 @@ pool of operations per second per table, for reads and writes alike, that a
 partition over its capacity may draw on; CreateTable / UpdateTable set it to
 read + write CUs (UpdateTable: of the fields sent), and DescribeTable reports
 the pool as both the read and the write figure, since either may use all of it.
+The change stream (``stream_spec``, ``stream_details``) maps to ``stream`` and
+``stream_retention``; Tablestore counts the retention in hours, widetable in
+seconds, so DescribeTable rounds a retention set in seconds up to whole hours.
 """
 
 from __future__ import annotations
@@ -89,6 +92,8 @@ def create_table(db: Database, req, capacity: int | None = None) -> object:
     split_points = [plainbuffer.decode_value(p.begin) for p in req.partitions][1:]
     if split_points:
         kwargs["split_points"] = split_points
+    if req.HasField("stream_spec"):
+        kwargs.update(_stream_args(req.stream_spec))
     db.create_table(meta.table_name, primary_key, **kwargs)
     try:
         for index in indexes:  # the table is empty: nothing to backfill
@@ -136,6 +141,7 @@ def describe_table(db: Database, req) -> object:
         )
     _fill_throughput(resp.reserved_throughput_details, d)
     _fill_options(resp.table_options, d)
+    _fill_stream(resp.stream_details, db, d)
     resp.sse_details.enable = False
     return resp
 
@@ -152,11 +158,32 @@ def update_table(db: Database, req) -> object:
         max_time_deviation=(
             opts.deviation_cell_version_in_sec if opts.HasField("deviation_cell_version_in_sec") else None
         ),
+        **(_stream_args(req.stream_spec) if req.HasField("stream_spec") else {}),
     )
     resp = pb.UpdateTableResponse()
     _fill_throughput(resp.reserved_throughput_details, d)
     _fill_options(resp.table_options, d)
+    _fill_stream(resp.stream_details, db, d)
     return resp
+
+
+def _stream_args(spec) -> dict:
+    """``stream`` and ``stream_retention`` of a StreamSpecification, whose
+    ``expiration_time`` is in hours (widetable keeps seconds)."""
+    args: dict = {"stream": spec.enable_stream}
+    if spec.HasField("expiration_time"):
+        if spec.expiration_time <= 0:
+            raise ParameterInvalid(f"stream expiration_time must be hours > 0, got {spec.expiration_time}")
+        args["stream_retention"] = spec.expiration_time * 3600
+    return args
+
+
+def _fill_stream(msg, db: Database, d: TableDescription) -> None:
+    """StreamDetails: the retention in whole hours, rounded up (widetable keeps seconds)."""
+    msg.enable_stream = d.stream
+    msg.expiration_time = -(-d.stream_retention // 3600)
+    if d.stream:
+        msg.stream_id = db.list_stream(d.name)[0].stream_id
 
 
 def delete_table(db: Database, req) -> object:

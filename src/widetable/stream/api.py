@@ -131,9 +131,16 @@ def get_shard_iterator(db, stream_id: str, shard_id: object, position: object) -
     return _encode(table.schema.table_id, shard_id, after, since)
 
 
+def iterator_table(db, iterator: object):
+    """The table whose stream ``iterator`` reads (None: it is gone); ParameterInvalid if
+    ``iterator`` is not one."""
+    table_id = decode_iterator(iterator)[0]
+    return next((t for t in list(db._tables.values()) if t.schema.table_id == table_id), None)
+
+
 def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
-    table_id, shard, after, since = _decode(iterator)
-    table = next((t for t in db._tables.values() if t.schema.table_id == table_id), None)
+    table_id, shard, after, since = decode_iterator(iterator)
+    table = iterator_table(db, iterator)
     if table is None or not table.schema.stream or table.schema.stream_since != since:
         # No stream, or a newer one: the stream was turned off (and on) since.
         raise ObjectNotExist(f"the stream of iterator {describe(iterator)} does not exist")
@@ -168,7 +175,7 @@ def _encode(table_id: int, shard: int, after: int, since: int) -> str:
 _SEQ_END = 2**64 - 1  # sequence numbers are u64 in the log's keys; "after" is one less
 
 
-def _decode(iterator: object) -> tuple[int, int, int, int]:
+def decode_iterator(iterator: object) -> tuple[int, int, int, int]:
     """``(table_id, shard, after, since)`` of an iterator: ``[1, table_id, shard, after]``,
     or ``[2, table_id, shard, after, since]`` in a stream that was turned on again."""
     try:

@@ -98,6 +98,23 @@ def scan_shard(engine, table_id: int, shard: int, after: int = -1) -> Iterator[t
         yield int.from_bytes(key[9:17], "big"), unpack(value)
 
 
+def shards_with_records(engine, table_id: int) -> Iterator[int]:
+    """The shards of ``table_id`` that hold records, in order: one seek per such shard,
+    so shards emptied long ago (a table split many times) cost nothing."""
+    prefix = layout.CHANGE_LOG + table_id.to_bytes(4, "big")
+    _, hi = layout.change_log_range(table_id)
+    shard = 0
+    while shard < 2**32:
+        found = None
+        for key, _ in engine.scan(prefix + shard.to_bytes(4, "big"), hi):
+            found = int.from_bytes(key[5:9], "big")
+            break
+        if found is None:
+            return
+        yield found
+        shard = found + 1
+
+
 def last_seq(engine, table_id: int, shard: int) -> int:
     """The highest seq stored in ``shard`` (0 if it has none)."""
     for key, _ in engine.scan(*layout.change_log_range(table_id, shard), reverse=True):
