@@ -127,3 +127,19 @@ def test_repeat_must_be_positive(capsys) -> None:
         bench.main(["--repeat", "0"])
     assert exc.value.code == 2
     assert "--repeat must be at least 1" in capsys.readouterr().err
+
+
+def test_indexes_smoke(tmp_path: Path) -> None:
+    from bench import indexes
+
+    out = tmp_path / "indexes.json"
+    assert indexes.main(["--rows", "400", "--rounds", "2", "--lag-seconds", "0.2",
+                         "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    for name in ("put_local", "put_global", "ceiling_put_log", "put_global_vs_log"):
+        low, high = result["ratio_ranges"][name]
+        assert 0 < low <= result["ratios"][name] <= high
+    assert result["ratios"]["index_read"] > 0
+    assert set(result["targets"]) == {
+        "put_row, one LOCAL index >= 0.6", "put_row, one GLOBAL index >= 0.8",
+        "global lag p99 < 100 ms at half peak", "index range read >= 0.8 of base"}
