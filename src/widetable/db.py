@@ -61,6 +61,7 @@ class TableDescription:
     stream: bool = False
     stream_retention: int = 86400  # seconds change records are kept
     indexes: list[IndexDescription] = field(default_factory=list)  # with each global one's lag
+    stream_id: str | None = None  # the stream's id while ``stream`` is on
 
 
 class Database:
@@ -250,6 +251,7 @@ class Database:
             auto_increment=s.auto_increment, partitions=partitions, split_history=history,
             defined_columns=list(s.defined_columns), stream=s.stream,
             stream_retention=s.stream_retention, indexes=self._indexes.describe(table),
+            stream_id=stream_api.stream_id_of(s) if s.stream else None,
         )
 
     def update_table(
@@ -579,9 +581,14 @@ class Database:
                     return
 
 
+MAX_STREAM_RETENTION = (2**31 - 1) * 3600  # Tablestore's protocol carries it as int32 hours
+
+
 def _check_retention(seconds: object) -> int:
-    if type(seconds) is not int or seconds <= 0:
-        raise ParameterInvalid(f"stream_retention must be seconds > 0, got {describe(seconds)}")
+    if type(seconds) is not int or not 0 < seconds <= MAX_STREAM_RETENTION:
+        raise ParameterInvalid(
+            f"stream_retention must be seconds > 0 and at most {MAX_STREAM_RETENTION}, "
+            f"got {describe(seconds)}")
     return seconds
 
 

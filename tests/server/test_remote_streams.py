@@ -5,13 +5,17 @@ stream options of CreateTable / UpdateTable / DescribeTable, and ``stream tail -
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
 
 import widetable
 from widetable import WidetableError
+from widetable.db import MAX_STREAM_RETENTION
 from widetable.errors import NotSupported, ParameterInvalid
+from widetable.server import KeyStore, WidetableServer
+from widetable.stream import api as stream_api
 
 from . import serving
 
@@ -171,7 +175,10 @@ def test_stream_tail_reads_a_served_store(server, cli, monkeypatch):
         lines = [json.loads(line) for line in out.splitlines()]
         assert [(r["seq"], r["op"], r["pk"]) for r in lines] == [
             (1, "PUT", ["a", 1]), (2, "UPDATE", ["a", 1]), (3, "PUT", ["a", 2])]
-        assert lines[0]["columns"][3] == ["b", "PUT", {"$binary": "AP8="}, lines[0]["ts"]]
+        name, kind, value, version = lines[0]["columns"][3]
+        # A put's version is taken as the row is encoded, its commit time a moment later.
+        assert (name, kind, value) == ("b", "PUT", {"$binary": "AP8="})
+        assert 0 <= lines[0]["ts"] - version < 5000
         both = cli("stream", "tail", "t", "--endpoint", server.endpoint, "--data", "x", code=1)
         assert "not both" in both.output
         monkeypatch.delenv("WIDETABLE_ACCESS_KEY_SECRET")
@@ -181,3 +188,149 @@ def test_stream_tail_reads_a_served_store(server, cli, monkeypatch):
         for name in db.list_tables():
             db.delete_table(name)
         db.close()
+
+
+# -- a store served in this process: the embedded API beside the wire ------------------------
+
+
+@pytest.fixture
+def in_process(tmp_path):
+    """``(db, server)``: a store on disk served on a loopback port by this process."""
+    db = widetable.open(str(tmp_path / "d"), purge_interval=None)
+    server = WidetableServer(db, KeyStore({serving.ACCESS_KEY_ID: serving.ACCESS_KEY_SECRET}), port=0)
+    threading.Thread(target=server.serve_forever, name="test-serve", daemon=True).start()
+    yield db, server
+    server.drain(5)
+
+
+def test_pages_are_bounded_by_bytes_as_well_as_records(in_process, monkeypatch):
+    db, server = in_process
+    monkeypatch.setattr(stream_api, "MAX_PAGE_BYTES", 64 * 1024)
+    db.create_table("t", PK, stream=True)
+    big = b"x" * 30_000
+    for i in range(7):
+        db.table("t").put_row(("a", i), {"v": big})
+    db.split_partition("t", "m")  # shard 0 is closed now: its last page has no iterator
+    sid = db.list_stream()[0].stream_id
+    for remote in (connect(server, "native"), connect(server, "tablestore"), None):
+        reader = remote or db
+        it, pages = reader.get_shard_iterator(sid, 0), []
+        while it is not None:
+            page = reader.get_stream_record(it, limit=1000)
+            pages.append([r.primary_key[1] for r in page.records])
+            it = page.next_iterator
+        # 30 KB records, 64 KB pages: the record that crosses the bound ends its page
+        assert pages == [[0, 1, 2], [3, 4, 5], [6]], pages
+        if remote is not None:
+            remote.close()
+
+
+def test_a_bigger_page_than_the_native_answer_limit_is_split(in_process):
+    db, server = in_process
+    db.create_table("t", PK, stream=True)
+    for i in range(12):  # 24 MB of records: over one native answer (20 MB) at limit 100
+        db.table("t").put_row(("a", i), {"v": bytes([i]) * (2 * 2**20 - 100)})
+    remote = connect(server, "native")
+    try:
+        sid = remote.list_stream()[0].stream_id
+        assert [r.primary_key[1] for r in drain(remote, sid)] == list(range(12))
+    finally:
+        remote.close()
+
+
+def test_describe_table_names_the_stream_from_one_snapshot(in_process):
+    db, server = in_process
+    db.create_table("t", PK, stream=True, stream_retention=MAX_STREAM_RETENTION)
+    with pytest.raises(ParameterInvalid, match=str(MAX_STREAM_RETENTION)):
+        db.create_table("u", PK, stream_retention=MAX_STREAM_RETENTION + 1)
+    sid = db.list_stream("t")[0].stream_id
+    assert db.describe_table("t").stream_id == sid
+    db.table("t").put_row(("a", 1), {"x": 1})
+    db.update_table("t", stream=False)
+    db.update_table("t", stream=True)  # a new stream, with a new id
+    new = db.list_stream("t")[0].stream_id
+    assert new != sid and db.describe_table("t").stream_id == new
+    for protocol in ("native", "tablestore"):
+        remote = connect(server, protocol)
+        try:
+            d = remote.describe_table("t")
+            assert (d.stream, d.stream_id, d.stream_retention) == (True, new, MAX_STREAM_RETENTION)
+            remote.update_table("t", stream=False)
+            assert remote.describe_table("t").stream_id is None
+            remote.update_table("t", stream=True)
+        finally:
+            remote.close()
+
+
+def test_bad_positions_and_stream_ids_are_parameter_errors_on_both_paths(remote_db):
+    db = remote_db
+    db.create_table("t", PK, stream=True)
+    sid = db.list_stream()[0].stream_id
+    for position in (2**64, -1, object(), "latest", b"LATEST"):
+        with pytest.raises(ParameterInvalid, match="position must be"):
+            db.get_shard_iterator(sid, 0, position)
+    for stream_id in (5, None):
+        with pytest.raises(WidetableError) as err:
+            db.get_shard_iterator(stream_id, 0)
+        assert err.value.code == "OTSObjectNotExist"
+    with pytest.raises(ParameterInvalid):
+        db.create_table("u", PK, stream_retention=86400.0)  # seconds are an int, as embedded
+
+
+def test_tail_latest_follows_new_shards_from_their_first_record(in_process, monkeypatch):
+    db, server = in_process
+    db.create_table("t", [("k", "STRING")], stream=True)
+    t = db.table("t")
+    t.put_row(("old",), {"x": 0})  # before the tail starts: --latest skips it
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_ID", serving.ACCESS_KEY_ID)
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", serving.ACCESS_KEY_SECRET)
+    from typer.testing import CliRunner
+
+    from widetable.cli import app
+
+    box = {}
+
+    def tail() -> None:
+        box["result"] = CliRunner().invoke(app, ["stream", "tail", "t", "--latest", "--follow",
+                                                 "--limit", "3", "--endpoint", server.endpoint])
+
+    thread = threading.Thread(target=tail, daemon=True)
+    thread.start()
+    time.sleep(1.5)  # the tail has taken its LATEST iterators and polls every 0.2 s
+    t.put_row(("a",), {"x": 1})
+    time.sleep(0.5)
+    db.split_partition("t", "m")  # shard 0 -> 1, 2; their records come right after
+    t.put_row(("b",), {"x": 2})
+    t.put_row(("z",), {"x": 3})
+    thread.join(20)
+    assert not thread.is_alive()
+    assert [json.loads(line)["pk"] for line in box["result"].stdout.splitlines()] == [
+        ["a"], ["b"], ["z"]]
+
+
+def test_stream_tail_refuses_a_malformed_endpoint(cli, monkeypatch):
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_ID", "id")
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", "secret")
+    for endpoint in ("http://127.0.0.1:99999", "http://[::1", "http://127.0.0.1:abc", "ftp://x"):
+        out = cli("stream", "tail", "t", "--endpoint", endpoint, code=1).output
+        assert "must look like http://host:port" in out and endpoint in out
+
+
+def test_the_tablestore_path_refuses_streams_it_cannot_read():
+    """What the Tablestore service answers (opaque shard ids and iterators) is refused with
+    a clear error: widetable.connect reads the streams of widetable servers."""
+    from widetable.client import streams
+    from widetable.server.proto import enum_value, pb
+
+    def service(api: str, request) -> bytes:  # answers shaped as the Tablestore service's
+        assert api == "DescribeStream"
+        resp = pb.DescribeStreamResponse(
+            stream_id="sid", table_name="t", creation_time=1, expiration_time=24,
+            stream_status=enum_value("StreamStatus", "STREAM_ACTIVE"))
+        resp.shards.add(shard_id="a3f1c0de5b7e4a0c")
+        return resp.SerializeToString()
+
+    with pytest.raises(NotSupported, match="widetable servers"):
+        streams.describe_stream(service, "sid")
+    with pytest.raises(ParameterInvalid, match="invalid shard iterator"):
+        streams.get_stream_record(service, "AAAA-an-opaque-iterator")

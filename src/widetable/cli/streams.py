@@ -45,6 +45,9 @@ def tail(
             raise CliError(f"table {table!r} has no stream; enable it with stream=True")
         sid = streams[0].stream_id
         iterators: dict[int, str | None] = {}
+        # --latest skips what the shards held at the start; shards that appear later
+        # (split or merge children) are read from their first record.
+        at_start = {s.shard_id for s in db.describe_stream(sid).shards} if latest else set()
         printed = 0
         while printed < limit:
             desc = db.describe_stream(sid)
@@ -56,7 +59,8 @@ def tail(
                 if it is None:
                     continue
                 if it == "":
-                    it = db.get_shard_iterator(sid, shard.shard_id, "LATEST" if latest else "TRIM_HORIZON")
+                    start = "LATEST" if shard.shard_id in at_start else "TRIM_HORIZON"
+                    it = db.get_shard_iterator(sid, shard.shard_id, start)
                 page = db.get_stream_record(it, limit=min(1000, limit - printed))
                 for rec in page.records:
                     print(json.dumps({

@@ -13,13 +13,14 @@ import ssl
 import threading
 from typing import Self
 
-from ..db import TableDescription
+from ..db import MAX_STREAM_RETENTION, TableDescription
 from ..errors import NotSupported, ParameterInvalid, WidetableError, describe
 from ..index.manager import IndexDescription
 from ..partition.retry import Retrier
 from ..server import convert, plainbuffer
 from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
+from ..stream import api as stream_api
 from ..stream.api import StreamDescription, StreamInfo, StreamRecords
 from ..table.batch import (
     MAX_BATCH_GET,
@@ -132,7 +133,7 @@ class RemoteDatabase:
             if type(value) is not int:
                 raise ParameterInvalid(f"{attr} must be an int, got {describe(value)}")
             setattr(req.table_options, attr, value)
-        if stream or stream_retention != 86400:
+        if stream or type(stream_retention) is not int or stream_retention != 86400:
             _fill_stream_spec(req.stream_spec, stream, stream_retention)
         if split_points:
             kind = primary_key[0][1]
@@ -404,6 +405,7 @@ class RemoteDatabase:
     def get_shard_iterator(self, stream_id: str, shard_id: int, position: object = "TRIM_HORIZON") -> str:
         """An opaque iterator into one shard: at ``TRIM_HORIZON``, ``LATEST`` or a sequence
         number (over Tablestore's protocol, ``TRIM_HORIZON`` only)."""
+        stream_api.check_position(position)  # as the store checks it, on either protocol
         native = self._live_native()
         if native is not None:
             try:
@@ -506,8 +508,9 @@ def _fill_stream_spec(spec, stream: object, retention: int | None) -> None:
             raise ParameterInvalid(
                 f"stream_retention must be a whole number of hours in seconds (3600, 7200, ...) "
                 f"over Tablestore's protocol, got {describe(retention)}")
-        if retention // 3600 >= 2**31:
-            raise ParameterInvalid(f"stream_retention {retention} is over the protocol's limit")
+        if retention > MAX_STREAM_RETENTION:
+            raise ParameterInvalid(f"stream_retention must be at most {MAX_STREAM_RETENTION} s, "
+                                   f"got {retention}")
         spec.expiration_time = retention // 3600
 
 
@@ -525,12 +528,13 @@ def _description(meta, options, throughput, index_metas=(), stream=None) -> Tabl
         for m in index_metas
     ]
     streamed = stream is not None and stream.enable_stream
+    stream_id = stream.stream_id if streamed and stream.HasField("stream_id") else None
     retention = stream.expiration_time * 3600 if stream is not None and stream.HasField(
         "expiration_time") else 86400
     return TableDescription(meta.table_name, primary_key, opts, 0,
                             float(throughput.last_increase_time), auto_increment=auto,
                             defined_columns=defined, stream=streamed, stream_retention=retention,
-                            indexes=indexes)
+                            indexes=indexes, stream_id=stream_id)
 
 
 def connect(endpoint: str, access_key_id: str, access_key_secret: str,

@@ -2,8 +2,10 @@
 GetShardIterator and GetStreamRecord (``server/streams.py`` serves them).
 
 ``RemoteDatabase`` uses these when the server does not speak widetable's own
-protocol, which carries the embedded results exactly. Tablestore's messages
-carry less, so here:
+protocol, which carries the embedded results exactly. They read a widetable
+server's streams: shard ids are widetable's shard numbers and iterators its own
+(the Tablestore service's opaque ones are refused with ``OTSNotSupported`` /
+``OTSParameterInvalid``). Tablestore's messages carry less, so here:
 
 * a shard's key range is not known (``start`` and ``end`` are None), and a shard
   is closed exactly when it has children (splits and merges close shards);
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import NotSupported, ParameterInvalid, WidetableError, describe
+from ..errors import NotSupported, ObjectNotExist, ParameterInvalid, WidetableError, describe
 from ..server import plainbuffer
 from ..server.proto import enum_value, pb
 from ..stream import api as stream_api
@@ -58,8 +60,13 @@ def describe_stream(call: Call, stream_id: str) -> StreamDescription:
         if not resp.HasField("next_shard_id") or not resp.next_shard_id:
             break
         start = resp.next_shard_id
-    parents = {int(s.shard_id): tuple(int(p) for p in (s.parent_id, s.parent_sibling_id) if p)
-               for s in shards}
+    try:
+        parents = {int(s.shard_id): tuple(int(p) for p in (s.parent_id, s.parent_sibling_id) if p)
+                   for s in shards}
+    except ValueError:
+        raise NotSupported(
+            f"stream {stream_id!r} has shard ids that are not widetable's shard numbers: "
+            "widetable.connect reads the streams of widetable servers") from None
     children: dict[int, list[int]] = {}
     for shard, ps in parents.items():
         for p in ps:
@@ -71,6 +78,8 @@ def describe_stream(call: Call, stream_id: str) -> StreamDescription:
 
 
 def get_shard_iterator(call: Call, stream_id: str, shard_id: int, position: object) -> str:
+    if not isinstance(stream_id, str):
+        raise ObjectNotExist(f"stream {describe(stream_id)} does not exist")
     if position != "TRIM_HORIZON":
         raise NotSupported(
             f"position {describe(position)}: over Tablestore's protocol a shard iterator starts "

@@ -309,9 +309,14 @@ class Transport:
     def __init__(self, endpoint: str, access_key_id: str, access_key_secret: str,
                  instance: str, timeout: float = 30.0, retrier: Retrier | None = None,
                  ssl_context: ssl.SSLContext | None = None) -> None:
-        parts = urlsplit(endpoint)
-        unix = parts.scheme == "unix" and not parts.netloc and parts.path.startswith("/")
-        if not unix and (parts.scheme not in ("http", "https") or not parts.hostname):
+        try:
+            parts = urlsplit(endpoint)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not one
+        except (ValueError, TypeError, AttributeError):
+            parts = None
+        unix = (parts is not None and parts.scheme == "unix" and not parts.netloc
+                and parts.path.startswith("/"))
+        if parts is None or not unix and (parts.scheme not in ("http", "https") or not parts.hostname):
             raise errs.ParameterInvalid(f"endpoint {endpoint!r} must look like http://host:port "
                                         "or unix:///path/of/the/socket")
         self.endpoint = endpoint

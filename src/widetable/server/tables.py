@@ -141,7 +141,7 @@ def describe_table(db: Database, req) -> object:
         )
     _fill_throughput(resp.reserved_throughput_details, d)
     _fill_options(resp.table_options, d)
-    _fill_stream(resp.stream_details, db, d)
+    _fill_stream(resp.stream_details, d)
     resp.sse_details.enable = False
     return resp
 
@@ -163,7 +163,7 @@ def update_table(db: Database, req) -> object:
     resp = pb.UpdateTableResponse()
     _fill_throughput(resp.reserved_throughput_details, d)
     _fill_options(resp.table_options, d)
-    _fill_stream(resp.stream_details, db, d)
+    _fill_stream(resp.stream_details, d)
     return resp
 
 
@@ -178,12 +178,12 @@ def _stream_args(spec) -> dict:
     return args
 
 
-def _fill_stream(msg, db: Database, d: TableDescription) -> None:
+def _fill_stream(msg, d: TableDescription) -> None:
     """StreamDetails: the retention in whole hours, rounded up (widetable keeps seconds)."""
     msg.enable_stream = d.stream
-    msg.expiration_time = -(-d.stream_retention // 3600)
-    if d.stream:
-        msg.stream_id = db.list_stream(d.name)[0].stream_id
+    msg.expiration_time = min(-(-d.stream_retention // 3600), 2**31 - 1)
+    if d.stream_id is not None:
+        msg.stream_id = d.stream_id
 
 
 def delete_table(db: Database, req) -> object:

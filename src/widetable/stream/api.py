@@ -112,22 +112,29 @@ def describe_stream(db, stream_id: str) -> StreamDescription:
                              shards, lagging)
 
 
+def check_position(position: object) -> None:
+    """ParameterInvalid unless ``position`` is where an iterator may start."""
+    if type(position) is str and position in ("TRIM_HORIZON", "LATEST"):
+        return
+    if type(position) is int and 0 <= position < _SEQ_END:
+        return
+    raise ParameterInvalid(
+        f"position must be 'TRIM_HORIZON', 'LATEST' or a sequence number, got {describe(position)}")
+
+
 def get_shard_iterator(db, stream_id: str, shard_id: object, position: object) -> str:
     table = _stream_table(db, stream_id)
     tp = db._partitions.partitions(table)
     if type(shard_id) is not int or not 0 <= shard_id < tp.next_id:
         raise ParameterInvalid(f"stream {stream_id!r} has no shard {describe(shard_id)}")
+    check_position(position)
     since = table.schema.stream_since
     if position == "TRIM_HORIZON":
         after = since or -1
     elif position == "LATEST":
         after = table._changes.seq if table._changes is not None else 0
-    elif type(position) is int and 0 <= position < _SEQ_END:
-        after = max(position - 1, since)  # no record from before this stream began
     else:
-        raise ParameterInvalid(
-            f"position must be 'TRIM_HORIZON', 'LATEST' or a sequence number, got {describe(position)}"
-        )
+        after = max(position - 1, since)  # type: ignore[operator]  # no record from before this stream began
     return _encode(table.schema.table_id, shard_id, after, since)
 
 
@@ -136,6 +143,9 @@ def iterator_table(db, iterator: object):
     ``iterator`` is not one."""
     table_id = decode_iterator(iterator)[0]
     return next((t for t in list(db._tables.values()) if t.schema.table_id == table_id), None)
+
+
+MAX_PAGE_BYTES = 4 * 2**20  # of stored records in one page, as a range page's rows (at least one)
 
 
 def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
@@ -154,10 +164,12 @@ def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
     records: list[StreamRecord] = []
     engine = db._engine
     more = False
+    size = 0
     for key, value in engine.scan(*layout.change_log_range(table_id, shard, after)):
-        if len(records) >= limit:
+        if len(records) >= limit or size >= MAX_PAGE_BYTES:
             more = True
             break
+        size += len(value)
         after = int.from_bytes(key[9:17], "big")
         if value[1:2] == bytes([log.PURGE]):  # fixarray marker, then the op: skip internal records
             continue
