@@ -9,10 +9,12 @@ overridden, so the shared ``table`` fixture makes remote tables.
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 
 import widetable
+from widetable.server import KeyStore, WidetableServer
 
 from . import serving
 
@@ -54,3 +56,14 @@ def ots(request, server):
     yield client
     for name in client.list_table():
         client.delete_table(name)
+
+
+@pytest.fixture
+def in_process(tmp_path):
+    """``(db, server)``: a store on disk served on a loopback port by this process, so a
+    test can set the embedded store and the wire side by side."""
+    db = widetable.open(str(tmp_path / "d"), purge_interval=None)
+    server = WidetableServer(db, KeyStore({serving.ACCESS_KEY_ID: serving.ACCESS_KEY_SECRET}), port=0)
+    threading.Thread(target=server.serve_forever, name="test-serve", daemon=True).start()
+    yield db, server
+    server.drain(5)

@@ -67,6 +67,21 @@ edits = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 10**6), st.integers
                  max_size=3)
 
 
+def mutated(plain: list[PlainRow], changes: list) -> bytes:
+    """The encoding of ``plain`` with ``changes`` (from ``edits``): each overwrites a byte,
+    cuts the buffer there, or inserts a byte."""
+    buf = bytearray(pbuf.encode_rows(plain))
+    for kind, where, byte in changes:
+        at = where % (len(buf) + 1)
+        if kind == 0 and at < len(buf):
+            buf[at] = byte
+        elif kind == 1:
+            del buf[at:]
+        else:
+            buf.insert(at, byte)
+    return bytes(buf)
+
+
 def _careful(buf: bytes, one: bool):
     try:
         r = pbuf._reader(buf)
@@ -83,16 +98,7 @@ def _careful(buf: bytes, one: bool):
 @settings(max_examples=400, deadline=None)
 @given(st.lists(rows, min_size=1, max_size=3), edits)
 def test_fast_decoder_agrees_with_the_careful_one(plain: list[PlainRow], changes) -> None:
-    buf = bytearray(pbuf.encode_rows(plain))
-    for kind, where, byte in changes:
-        at = where % (len(buf) + 1)
-        if kind == 0 and at < len(buf):
-            buf[at] = byte
-        elif kind == 1:
-            del buf[at:]
-        else:
-            buf.insert(at, byte)
-    data = bytes(buf)
+    data = mutated(plain, changes)
     if not changes:
         assert pbuf.decode_rows(data) == plain
     for one in (False, True):

@@ -9,12 +9,12 @@ import threading
 import time
 
 import pytest
+from stream.test_stream_api import check_positions  # type: ignore[import-not-found]
 
 import widetable
 from widetable import WidetableError
 from widetable.db import MAX_STREAM_RETENTION
 from widetable.errors import NotSupported, ParameterInvalid
-from widetable.server import KeyStore, WidetableServer
 from widetable.stream import api as stream_api
 
 from . import serving
@@ -114,12 +114,7 @@ def test_iterator_positions(remote_db):
             with pytest.raises(NotSupported, match="TRIM_HORIZON"):
                 db.get_shard_iterator(sid, 0, position)
         return
-    latest = db.get_shard_iterator(sid, 0, "LATEST")
-    assert db.get_stream_record(latest).records == []
-    t.put_row(("a", 9), {"x": 9})
-    assert [r.primary_key for r in db.get_stream_record(latest).records] == [("a", 9)]
-    at3 = db.get_shard_iterator(sid, 0, 3)
-    assert [r.sequence for r in db.get_stream_record(at3, limit=2).records] == [3, 4]
+    check_positions(db, sid)
 
 
 def test_errors_name_what_is_wrong(remote_db):
@@ -191,16 +186,6 @@ def test_stream_tail_reads_a_served_store(server, cli, monkeypatch):
 
 
 # -- a store served in this process: the embedded API beside the wire ------------------------
-
-
-@pytest.fixture
-def in_process(tmp_path):
-    """``(db, server)``: a store on disk served on a loopback port by this process."""
-    db = widetable.open(str(tmp_path / "d"), purge_interval=None)
-    server = WidetableServer(db, KeyStore({serving.ACCESS_KEY_ID: serving.ACCESS_KEY_SECRET}), port=0)
-    threading.Thread(target=server.serve_forever, name="test-serve", daemon=True).start()
-    yield db, server
-    server.drain(5)
 
 
 def test_pages_are_bounded_by_bytes_as_well_as_records(in_process, monkeypatch):

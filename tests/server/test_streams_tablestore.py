@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import logging
 import struct
-import threading
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import widetable
 from widetable.errors import ParameterInvalid
-from widetable.server import KeyStore, WidetableServer
 from widetable.server import plainbuffer as pbuf
 from widetable.server.plainbuffer import Cell, PlainRow, SeqInfo
 from widetable.table.values import now_ms
 
 from . import serving
+from .test_codec_fast import mutated
 
 tablestore = pytest.importorskip("tablestore")
 from tablestore import OTSClient, OTSServiceError
@@ -42,13 +40,9 @@ EXTENSION_BYTES = 1 + 4 + 1 + 4 + pbuf.SEQ_INFO_LENGTH  # TAG_EXTENSION len TAG_
 
 
 @pytest.fixture
-def served(tmp_path):
-    """``(db, server)``: a store on disk served on a loopback port."""
-    db = widetable.open(str(tmp_path / "d"), purge_interval=None)
-    server = WidetableServer(db, KeyStore({serving.ACCESS_KEY_ID: serving.ACCESS_KEY_SECRET}), port=0)
-    threading.Thread(target=server.serve_forever, name="test-serve", daemon=True).start()
-    yield db, server
-    server.drain(5)
+def served(in_process):
+    """``(db, server)``: a store on disk served on a loopback port by this process."""
+    return in_process
 
 
 @pytest.fixture(params=["v2", "v4"])
@@ -462,16 +456,7 @@ edits = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 10**6), st.integers
 @settings(max_examples=300, deadline=None)
 @given(st.lists(rows, min_size=1, max_size=3), edits)
 def test_mutated_extension_rows_fail_only_with_parameter_invalid(plain, changes) -> None:
-    buf = bytearray(pbuf.encode_rows(plain))
-    for kind, where, byte in changes:
-        at = where % (len(buf) + 1)
-        if kind == 0 and at < len(buf):
-            buf[at] = byte
-        elif kind == 1:
-            del buf[at:]
-        else:
-            buf.insert(at, byte)
-    data = bytes(buf)
+    data = mutated(plain, changes)
     try:
         careful = pbuf.decode_rows(data)
     except pbuf.PlainBufferError:

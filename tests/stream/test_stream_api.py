@@ -71,18 +71,24 @@ def test_tables_without_stream_log_nothing_and_stream_can_be_toggled(db):
     assert err.value.code == "OTSObjectNotExist"
 
 
+def check_positions(db, sid: str) -> None:
+    """On table ``t`` of the stream ``sid``, holding records 1-5 in shard 0: LATEST waits for
+    the next record, a sequence number starts at that record (also through a server)."""
+    latest = db.get_shard_iterator(sid, 0, "LATEST")
+    assert db.get_stream_record(latest).records == []
+    db.table("t").put_row(("a", 9), {"x": 9})
+    assert [r.primary_key for r in db.get_stream_record(latest).records] == [("a", 9)]
+    at3 = db.get_shard_iterator(sid, 0, 3)
+    assert [r.sequence for r in db.get_stream_record(at3, limit=2).records] == [3, 4]
+
+
 def test_iterator_positions_and_errors(db):
     db.create_table("t", PK, stream=True)
     t = db.table("t")
     for i in range(5):
         t.put_row(("a", i), {"x": i})
     sid = db.list_stream()[0].stream_id
-    latest = db.get_shard_iterator(sid, 0, "LATEST")
-    assert db.get_stream_record(latest).records == []
-    t.put_row(("a", 9), {"x": 9})
-    assert [r.primary_key for r in db.get_stream_record(latest).records] == [("a", 9)]
-    at3 = db.get_shard_iterator(sid, 0, 3)
-    assert [r.sequence for r in db.get_stream_record(at3, limit=2).records] == [3, 4]
+    check_positions(db, sid)
     for bad in (lambda: db.get_shard_iterator(sid, 7), lambda: db.get_stream_record("nope"),
                 lambda: db.get_shard_iterator(sid, 0, "MIDDLE"),
                 lambda: db.get_shard_iterator(sid, 0, 2**64), lambda: db.get_shard_iterator(sid, 0, -1)):
