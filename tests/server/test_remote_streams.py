@@ -319,3 +319,35 @@ def test_the_tablestore_path_refuses_streams_it_cannot_read():
         streams.describe_stream(service, "sid")
     with pytest.raises(ParameterInvalid, match="invalid shard iterator"):
         streams.get_stream_record(service, "AAAA-an-opaque-iterator")
+
+
+def test_describe_table_from_a_widetable_server_is_the_embedded_one(in_process):
+    db, server = in_process
+    db.create_table("t", PK, stream=True, split_points=["m"], defined_columns=[("c", "STRING")],
+                    stream_retention=5400)
+    db.create_index("t", "ix", ["c"], progress=False)
+    for i in range(20):
+        db.table("t").put_row(("a" if i % 2 else "x", i), {"c": f"v{i}"})
+    db.split_partition("t", "d")
+    db.wait_for_indexes(10)
+    native, plain = connect(server, "native"), connect(server, "tablestore")
+    try:
+        mine, theirs = db.describe_table("t"), native.describe_table("t")
+        assert type(theirs) is type(mine)
+        steady = ("name", "primary_key", "options", "table_id", "created_at", "auto_increment",
+                  "split_history", "defined_columns", "stream", "stream_retention", "stream_id")
+        assert {f: getattr(theirs, f) for f in steady} == {f: getattr(mine, f) for f in steady}
+        assert [(p.id, p.start, p.end, p.state) for p in theirs.partitions] == [
+            (p.id, p.start, p.end, p.state) for p in mine.partitions]
+        assert [(p.id, p.start) for p in theirs.partitions] == [(2, None), (3, "d"), (1, "m")]
+        [ix] = theirs.indexes
+        assert (ix.name, ix.index_type, ix.primary_key, ix.lag_ms) == ("ix", "GLOBAL", ("c", "k", "s"), 0)
+        # Tablestore's DescribeTable carries less: no partitions, no lag, hours of retention.
+        reduced = plain.describe_table("t")
+        assert (reduced.partitions, reduced.indexes[0].lag_ms, reduced.stream_retention) == ([], None, 7200)
+        with pytest.raises(WidetableError) as err:
+            native.describe_table("missing")
+        assert err.value.code == "OTSObjectNotExist"
+    finally:
+        native.close()
+        plain.close()

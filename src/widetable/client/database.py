@@ -1,7 +1,8 @@
 """``widetable.connect``: a remote Database with the embedded API.
 
-Data calls (row reads and writes, ranges, batches) and the change stream go over
-widetable's own protocol (``native.py``) when the server speaks it; the catalog, indexes,
+Data calls (row reads and writes, ranges, batches), the change stream and
+``describe_table`` go over widetable's own protocol (``native.py``) when the
+server speaks it; the rest of the catalog, indexes,
 transactions' start and end, and every call against a server without it go
 over Tablestore's protocol.
 """
@@ -165,8 +166,17 @@ class RemoteDatabase:
         return sorted(resp.table_names)
 
     def describe_table(self, name: str) -> TableDescription:
+        """The table's description. From a widetable server, exactly the embedded one
+        (partitions with their load, split history, each global index's lag); over
+        Tablestore's protocol, what DescribeTable carries."""
         if not isinstance(name, str):
             raise error_of("OTSObjectNotExist", f"table {describe(name)} does not exist")
+        native = self._live_native()
+        if native is not None:
+            try:
+                return native.describe_table(name)
+            except Unsendable:
+                pass
         resp = pb.DescribeTableResponse.FromString(
             self._call("DescribeTable", pb.DescribeTableRequest(table_name=name)))
         return _description(resp.table_meta, resp.table_options,

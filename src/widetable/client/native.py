@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from .. import errors as errs
+from ..db import TableDescription
 from ..errors import NotSupported, WidetableError
 from ..partition.retry import RETRYABLE
 from ..server import convert
@@ -27,6 +28,7 @@ from ..server.native import (
     BATCH_WRITE_ROW,
     DELETE_ROW,
     DESCRIBE_STREAM,
+    DESCRIBE_TABLE,
     GET_RANGE,
     GET_ROW,
     GET_SHARD_ITERATOR,
@@ -141,6 +143,16 @@ def _range_answer(data: bytes | memoryview) -> object:
     return 0, (list(map(_shape_row, rows)), nxt)
 
 
+_decode_description = msgspec.msgpack.Decoder(tuple[int, TableDescription], ext_hook=ext_hook).decode
+
+
+def _description_answer(data: bytes | memoryview) -> object:
+    """A description, as ``Database.describe_table`` makes it (the server encodes it so)."""
+    if data[:2] != _OK:
+        return read_answer(data)
+    return _decode_description(data)
+
+
 def _row_answer(data: bytes | memoryview) -> object:
     if data[:2] != _OK:
         return read_answer(data)
@@ -205,6 +217,9 @@ class NativeChannel:
         return _written(self.call((DELETE_ROW, table, pk, _condition(condition), txn)))
 
     # -- the change stream (answers: server/native.py's docstring) --------------------
+
+    def describe_table(self, name) -> TableDescription:
+        return self.call((DESCRIBE_TABLE, name), _description_answer)
 
     def list_stream(self, table) -> list[StreamInfo]:
         return [StreamInfo(*s) for s in self.call((LIST_STREAM, table))]

@@ -44,7 +44,10 @@ arrays of their fields in order: a stream ``[id, table, created_at]``; a
 description ``[id, table, status, retention, shards, lagging]``, a shard
 ``[id, parents, children, start, end, closed]``; a page of records ``[records,
 next iterator]``, a record ``[sequence, shard, operation, pk, columns, ts]``, a
-column ``[name, kind, value, timestamp]``; they run in the pool. Requests on a connection are answered in order, one at a time;
+column ``[name, kind, value, timestamp]``; they run in the pool, as does
+DESCRIBE_TABLE, whose answer is ``Database.describe_table``'s description as a
+map of its fields (partitions with their load, split history, each index's
+lag). Requests on a connection are answered in order, one at a time;
 pipelined frames wait. Where a call runs (the loop, or the worker pool) follows
 the Tablestore service's rules (``service.py``). A frame that is not a call
 gets ``OTSParameterInvalid``; one over the size limit also closes the connection.
@@ -78,7 +81,7 @@ from .proto import pb
 log = logging.getLogger("widetable.server")
 
 API = "WidetableNative"  # the path of the upgrade request, signed as an API name
-UPGRADE = "widetable-native/3"  # /2: rows carry their form first; /3: the stream calls
+UPGRADE = "widetable-native/3"  # /2: rows carry their form first; /3: stream calls, describe
 HEADER = struct.Struct("<I")
 MAX_FRAME = 5 * 2**20
 EXT_INF_MIN, EXT_INF_MAX = 1, 2
@@ -86,7 +89,7 @@ INLINE_RANGE_LIMIT = 100  # rows of a range small enough to run on the loop (bot
 INLINE_FRAME = 64 * 1024  # bytes of the largest request run on the loop (both protocols)
 
 GET_ROW, GET_RANGE, PUT_ROW, UPDATE_ROW, DELETE_ROW, BATCH_GET_ROW, BATCH_WRITE_ROW = range(1, 8)
-LIST_STREAM, DESCRIBE_STREAM, GET_SHARD_ITERATOR, GET_STREAM_RECORD = range(8, 12)
+LIST_STREAM, DESCRIBE_STREAM, GET_SHARD_ITERATOR, GET_STREAM_RECORD, DESCRIBE_TABLE = range(8, 13)
 STREAM_CALLS = frozenset({LIST_STREAM, DESCRIBE_STREAM, GET_SHARD_ITERATOR, GET_STREAM_RECORD})
 
 
@@ -317,6 +320,10 @@ def _get_stream_record(db: Database, iterator, limit) -> object:
              for r in page.records], page.next_iterator]
 
 
+def _describe_table(db: Database, name) -> object:
+    return db.describe_table(name)  # a dataclass: a map of its fields, nested ones too
+
+
 CALLS: dict[int, tuple[Callable, int]] = {  # op -> (call, its argument count)
     GET_ROW: (_get_row, 7),
     GET_RANGE: (_get_range, 10),
@@ -329,6 +336,7 @@ CALLS: dict[int, tuple[Callable, int]] = {  # op -> (call, its argument count)
     DESCRIBE_STREAM: (_describe_stream, 1),
     GET_SHARD_ITERATOR: (_get_shard_iterator, 3),
     GET_STREAM_RECORD: (_get_stream_record, 2),
+    DESCRIBE_TABLE: (_describe_table, 1),
 }
 ROW_WRITES = frozenset({PUT_ROW, UPDATE_ROW, DELETE_ROW})
 TRANSACTION_ARG = {GET_ROW: 7, GET_RANGE: 10, PUT_ROW: 5, UPDATE_ROW: 8, DELETE_ROW: 4,
@@ -374,7 +382,7 @@ def check(data: bytes) -> tuple:
 def pooled(request: tuple, size: int, transactions_open: bool) -> bool:
     """Whether a call may wait or run long, and so goes to the pool (``service.py``'s rules)."""
     op = request[0]
-    if op in (BATCH_GET_ROW, BATCH_WRITE_ROW) or op in STREAM_CALLS or size > INLINE_FRAME:
+    if op in (BATCH_GET_ROW, BATCH_WRITE_ROW, DESCRIBE_TABLE) or op in STREAM_CALLS or size > INLINE_FRAME:
         return True
     txn = TRANSACTION_ARG.get(op)
     if txn is not None and request[txn]:
