@@ -351,3 +351,31 @@ def test_describe_table_from_a_widetable_server_is_the_embedded_one(in_process):
     finally:
         native.close()
         plain.close()
+
+
+def test_the_row_commands_work_on_a_served_store(in_process, cli, monkeypatch):
+    """A served store is locked by its server: --endpoint runs the commands through it."""
+    db, server = in_process
+    db.create_table("orders", [("user", "STRING"), ("n", "INTEGER")], stream=True)
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_ID", serving.ACCESS_KEY_ID)
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", serving.ACCESS_KEY_SECRET)
+    at = ("--endpoint", server.endpoint)
+    assert "orders\tuser STRING, n INTEGER" in cli("tables", *at).stdout
+    cli("put", "orders", "--pk", '["u1", 1]', "--col", "amount=5", "--col", "note=hi", *at)
+    cli("put", "orders", "--pk", '["u1", 2]', "--col", "amount=7", *at)
+    out = cli("update", "orders", "--pk", '["u1", 1]', "--increment", "amount=3", *at).stdout
+    assert "amount = 8" in out
+    row = json.loads(cli("get", "orders", "--pk", '["u1", 1]', "--format", "jsonl", *at).stdout)
+    assert row["columns"] == {"amount": 8, "note": "hi"}
+    lines = cli("scan", "orders", "--format", "jsonl", "--filter", "amount > 6", *at).stdout
+    assert [json.loads(line)["pk"] for line in lines.splitlines()] == [["u1", 1], ["u1", 2]]
+    cli("delete", "orders", "--pk", '["u1", 2]', "--expect", "exist", *at)
+    assert db.table("orders").get_row(("u1", 2)) is None  # the server's store changed
+    described = cli("describe", "orders", *at).stdout  # with its partitions, from the server
+    assert "primary key" in described and "serving" in described
+    missing = cli("get", "orders", "--pk", '["u9", 1]', *at, code=1)
+    assert "no row with primary key" in missing.output
+    cli("drop-table", "orders", "--yes", *at)
+    assert db.list_tables() == []
+    both = cli("tables", "--data", "somewhere", *at, code=1)
+    assert "not both" in both.output

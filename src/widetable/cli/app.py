@@ -66,6 +66,15 @@ DataOpt = Annotated[
         "--data", help="Store directory (overrides the global --data).", show_default=False
     ),
 ]
+EndpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--endpoint", show_default=False,
+        help="A running server (http://host:port or unix:///path) instead of a store, with "
+             "its access key in WIDETABLE_ACCESS_KEY_ID and WIDETABLE_ACCESS_KEY_SECRET; "
+             "a served store is locked by its server.",
+    ),
+]
 PkOpt = Annotated[str, typer.Option("--pk", help="Primary key as JSON, e.g. '[\"c1\", 5]'.")]
 ExpectOpt = Annotated[
     Expect, typer.Option("--expect", help="Row existence the write requires.", case_sensitive=False)
@@ -210,6 +219,29 @@ def open_db(ctx: typer.Context, data: str | None, create: bool = False) -> Itera
         new.discard(database)
         raise
     database.close()
+
+
+@contextlib.contextmanager
+def open_target(ctx: typer.Context, data: str | None, endpoint: str | None) -> Iterator[Any]:
+    """The server at ``--endpoint`` (``widetable.connect``, with the access key from the
+    environment), or else the store at ``--data``. Not both."""
+    if endpoint is None:
+        with open_db(ctx, data) as database:
+            yield database
+        return
+    if data is not None:
+        raise CliError("pass --data (a store) or --endpoint (a server), not both")
+    from ..client import connect
+    from ..server.auth import ENV_ID, ENV_SECRET
+
+    key_id, secret = os.environ.get(ENV_ID), os.environ.get(ENV_SECRET)
+    if not key_id or not secret:
+        raise CliError(f"set {ENV_ID} and {ENV_SECRET} to the server's access key to use --endpoint")
+    remote = connect(endpoint, access_key_id=key_id, access_key_secret=secret)
+    try:
+        yield remote
+    finally:
+        remote.close()
 
 
 def columns_list(text: str | None) -> list[str] | None:

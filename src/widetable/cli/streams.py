@@ -3,17 +3,13 @@ store or (``--endpoint``) from a running server, which holds the store's lock.""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
-from collections.abc import Iterator
 from typing import Annotated
 
 import typer
 
-from ..server.auth import ENV_ID, ENV_SECRET
-from .app import DataOpt, app, guarded, open_db
+from .app import DataOpt, EndpointOpt, app, guarded, open_target
 from .literals import CliError, pk_to_json, to_json
 
 stream_app = typer.Typer(help="Change streams: read a table's change records.", no_args_is_help=True)
@@ -29,17 +25,13 @@ def tail(
     follow: Annotated[bool, typer.Option("--follow", help="Keep polling for new records.")] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Stop after this many records.")] = 1_000_000,
     data: DataOpt = None,
-    endpoint: Annotated[str | None, typer.Option(
-        "--endpoint", help="Read from a running server (http://host:port or unix:///path), "
-        f"with the access key in {ENV_ID} and {ENV_SECRET}, instead of a store.")] = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Print the change records of TABLE as JSON lines: parents' shards before children's.
 
     A store served by `widetable serve` is locked by the server: read its stream
     with --endpoint."""
-    if endpoint is not None and data is not None:
-        raise CliError("pass --data (a store) or --endpoint (a server), not both")
-    with (_remote(endpoint) if endpoint is not None else open_db(ctx, data)) as db:
+    with open_target(ctx, data, endpoint) as db:
         streams = db.list_stream(table)
         if not streams:
             raise CliError(f"table {table!r} has no stream; enable it with stream=True")
@@ -76,17 +68,3 @@ def tail(
                     return
                 time.sleep(0.2)
 
-
-@contextlib.contextmanager
-def _remote(endpoint: str) -> Iterator:
-    """A connection to the server at ``endpoint``, with the access key from the environment."""
-    import widetable
-
-    key_id, secret = os.environ.get(ENV_ID), os.environ.get(ENV_SECRET)
-    if not key_id or not secret:
-        raise CliError(f"set {ENV_ID} and {ENV_SECRET} to the server's access key to use --endpoint")
-    db = widetable.connect(endpoint, access_key_id=key_id, access_key_secret=secret)
-    try:
-        yield db
-    finally:
-        db.close()

@@ -18,6 +18,7 @@ from .app import (
     ColumnsOpt,
     ConditionOpt,
     DataOpt,
+    EndpointOpt,
     Expect,
     ExpectOpt,
     JsonOpt,
@@ -28,6 +29,7 @@ from .app import (
     command,
     condition_of,
     open_db,
+    open_target,
     write_columns,
 )
 from .literals import parse_assignment, parse_bound, parse_pk
@@ -115,9 +117,9 @@ def _split_value(text: str, key_type: str) -> object:
 
 
 @command("tables")
-def tables(ctx: typer.Context, data: DataOpt = None) -> None:
+def tables(ctx: typer.Context, data: DataOpt = None, endpoint: EndpointOpt = None) -> None:
     """List the tables of the store."""
-    with open_db(ctx, data) as db:
+    with open_target(ctx, data, endpoint) as db:
         names = db.list_tables()
         if not names:
             render.note("No tables.")
@@ -133,9 +135,10 @@ def describe(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="TABLE", help="Table name.")],
     data: DataOpt = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Show a table's primary key, options, partitions, split history and indexes."""
-    with open_db(ctx, data) as db:
+    with open_target(ctx, data, endpoint) as db:
         desc = db.describe_table(name)
         render.console.print(render.schema_table(desc))
         render.console.print(render.options_table(desc))
@@ -152,9 +155,10 @@ def drop_table(
     name: Annotated[str, typer.Argument(metavar="TABLE", help="Table name.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     data: DataOpt = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Drop a table and all its rows."""
-    with open_db(ctx, data) as db:
+    with open_target(ctx, data, endpoint) as db:
         db.table(name)  # fail before asking if there is no such table
         if not yes:
             typer.confirm(f"Drop table {name!r} and all its rows?", abort=True)
@@ -175,6 +179,7 @@ def put(
     expect: ExpectOpt = Expect.ignore,
     condition: ConditionOpt = None,
     data: DataOpt = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Write a whole row, replacing every column it had.
 
@@ -183,7 +188,7 @@ def put(
     """
     key = arg(parse_pk, pk, "--pk")
     columns = write_columns(col, json_columns)
-    with open_db(ctx, data, create=False) as db:
+    with open_target(ctx, data, endpoint) as db:
         t = db.table(table)
         key = _with_auto_increment(key, t.schema.auto_increment, t.schema.pk_names)
         result = t.put_row(key, columns, condition_of(expect, condition))
@@ -219,12 +224,13 @@ def update(
     expect: ExpectOpt = Expect.ignore,
     condition: ConditionOpt = None,
     data: DataOpt = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Change some columns of a row (creating it if needed); increments are atomic."""
     key = arg(parse_pk, pk, "--pk")
     columns = write_columns(col, json_columns)
     increments = dict(arg(parse_assignment, text, "--increment") for text in increment or [])
-    with open_db(ctx, data) as db:
+    with open_target(ctx, data, endpoint) as db:
         result = db.table(table).update_row(
             key,
             put=columns or None,
@@ -248,10 +254,11 @@ def get(
         RowFormat, typer.Option("--format", help="table, or jsonl for one JSON line.")
     ] = RowFormat.table,
     data: DataOpt = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Read one row. Exits with 1 if there is no such row."""
     key = arg(parse_pk, pk, "--pk")
-    with open_db(ctx, data) as db:
+    with open_target(ctx, data, endpoint) as db:
         t = db.table(table)
         row = t.get_row(key, columns=columns_list(columns), max_versions=max_versions)
         if row is None:
@@ -271,10 +278,11 @@ def delete(
     expect: ExpectOpt = Expect.ignore,
     condition: ConditionOpt = None,
     data: DataOpt = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Delete a row. Deleting a missing row is not an error unless --expect exist."""
     key = arg(parse_pk, pk, "--pk")
-    with open_db(ctx, data) as db:
+    with open_target(ctx, data, endpoint) as db:
         result = db.table(table).delete_row(key, condition_of(expect, condition))
         render.out(f"Deleted row {list(result.primary_key)!r}")
 
@@ -298,11 +306,12 @@ def scan(
     ] = None,
     fmt: Annotated[RowFormat, typer.Option("--format", help="table or jsonl.")] = RowFormat.table,
     data: DataOpt = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Read rows in [start, end) in key order (or backward with --reverse)."""
     lo = arg(parse_bound, start, "--start") if start is not None else None
     hi = arg(parse_bound, end, "--end") if end is not None else None
-    with open_db(ctx, data) as db:
+    with open_target(ctx, data, endpoint) as db:
         t = db.table(table)
         rows = t.scan(
             lo,
