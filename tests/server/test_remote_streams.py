@@ -379,3 +379,33 @@ def test_the_row_commands_work_on_a_served_store(in_process, cli, monkeypatch):
     assert db.list_tables() == []
     both = cli("tables", "--data", "somewhere", *at, code=1)
     assert "not both" in both.output
+
+
+def test_the_serve_banner_shows_a_command_line_that_works(tmp_path, cli, monkeypatch):
+    import os
+    import re
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WIDETABLE_ACCESS_KEY")}
+    port = serving.free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "widetable", "serve", "--data",
+                             str(tmp_path / "d"), "--port", str(port)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        banner = []
+        for line in proc.stdout:  # type: ignore[union-attr]
+            banner.append(line)
+            if "stops it gracefully" in line:
+                break
+        text = "".join(banner)
+        found = re.search(r"WIDETABLE_ACCESS_KEY_ID=(\S+) WIDETABLE_ACCESS_KEY_SECRET=(\S+) \\\n"
+                          r"\s+widetable tables --endpoint (\S+)", text)
+        assert found, text
+        key_id, secret, endpoint = found.groups()
+        monkeypatch.setenv("WIDETABLE_ACCESS_KEY_ID", key_id)
+        monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", secret)
+        assert "No tables." in cli("tables", "--endpoint", endpoint).output
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -114,4 +114,7 @@ def _banner(server, path: str, store, generated: bool) -> None:
     print(f"                           access_key_secret='{secret}')")
     if server.unix_endpoint:
         print(f"    (or '{server.unix_endpoint}' on this machine)")
+    print("  command line (the store is locked while served):")
+    print(f"    WIDETABLE_ACCESS_KEY_ID={key_id} WIDETABLE_ACCESS_KEY_SECRET={secret} \\")
+    print(f"      widetable tables --endpoint {server.endpoint}")
     print("  Ctrl-C or SIGTERM stops it gracefully.", flush=True)
