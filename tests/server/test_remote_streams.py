@@ -381,16 +381,19 @@ def test_the_row_commands_work_on_a_served_store(in_process, cli, monkeypatch):
     assert "not both" in both.output
 
 
-def test_the_serve_banner_shows_a_command_line_that_works(tmp_path, cli, monkeypatch):
+@pytest.mark.parametrize("instance", ["widetable", "prod"])
+def test_the_serve_banner_shows_a_command_line_that_works(tmp_path, cli, monkeypatch, instance):
     import os
     import re
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WIDETABLE_ACCESS_KEY")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("WIDETABLE_ACCESS_KEY", "WIDETABLE_INSTANCE"))}
+    monkeypatch.delenv("WIDETABLE_INSTANCE", raising=False)
     port = serving.free_port()
     proc = subprocess.Popen([sys.executable, "-m", "widetable", "serve", "--data",
-                             str(tmp_path / "d"), "--port", str(port)],
+                             str(tmp_path / "d"), "--port", str(port), "--instance", instance],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         banner = []
@@ -399,13 +402,40 @@ def test_the_serve_banner_shows_a_command_line_that_works(tmp_path, cli, monkeyp
             if "stops it gracefully" in line:
                 break
         text = "".join(banner)
-        found = re.search(r"WIDETABLE_ACCESS_KEY_ID=(\S+) WIDETABLE_ACCESS_KEY_SECRET=(\S+) \\\n"
+        found = re.search(r"WIDETABLE_ACCESS_KEY_ID=(\S+) WIDETABLE_ACCESS_KEY_SECRET=(\S+)"
+                          r"(?: WIDETABLE_INSTANCE=(\S+))? \\\n"
                           r"\s+widetable tables --endpoint (\S+)", text)
         assert found, text
-        key_id, secret, endpoint = found.groups()
+        key_id, secret, named, endpoint = found.groups()
+        assert named == (None if instance == "widetable" else instance)
         monkeypatch.setenv("WIDETABLE_ACCESS_KEY_ID", key_id)
         monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", secret)
+        if named:
+            monkeypatch.setenv("WIDETABLE_INSTANCE", named)
         assert "No tables." in cli("tables", "--endpoint", endpoint).output
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_descriptions_keep_each_value_as_it_was_sent(in_process):
+    """Partition options may be ints or floats; a description over the wire keeps which."""
+    db, server = in_process
+    db.create_table("t", PK, capacity=1.5, split_size=10**9, split_load_window=20, merge_load=2)
+    remote = connect(server, "native")
+    try:
+        mine, theirs = db.describe_table("t").options, remote.describe_table("t").options
+        assert theirs == mine
+        assert [type(getattr(theirs, f)) for f in ("capacity", "split_size", "split_load_window",
+                                                    "merge_load")] == [float, int, int, int]
+        remote.table("t").put_row(("a", 1), {"x": 1})  # db.table() describes the table too
+    finally:
+        remote.close()
+
+
+def test_a_non_utf8_argument_is_an_error_not_a_traceback(in_process, cli, monkeypatch):
+    _, server = in_process
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_ID", serving.ACCESS_KEY_ID)
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", serving.ACCESS_KEY_SECRET)
+    out = cli("describe", "bad\udcff", "--endpoint", server.endpoint, code=1).output
+    assert "not valid Unicode text" in out

@@ -100,6 +100,15 @@ def test_placeholder_only_where_a_value_is_assigned(table):
     assert list(t.scan()) == [] and list(t2.scan()) == []
 
 
+def test_a_key_of_the_wrong_length_is_invalid_pk(table):
+    t = table(pk=PK)
+    for pk in [("u",), (), ["u"], ("u", AUTO_INCREMENT, 3)]:
+        with pytest.raises(WidetableError) as err:
+            t.put_row(pk, {"x": 1})
+        assert err.value.code == "OTSInvalidPK" and "needs 2 columns" in err.value.message
+    assert list(t.scan()) == []
+
+
 def test_rejected_put_consumes_nothing_visible(table):
     t = table(pk=PK)
     with pytest.raises(WidetableError):

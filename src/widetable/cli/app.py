@@ -71,8 +71,8 @@ EndpointOpt = Annotated[
     typer.Option(
         "--endpoint", show_default=False,
         help="A running server (http://host:port or unix:///path) instead of a store, with "
-             "its access key in WIDETABLE_ACCESS_KEY_ID and WIDETABLE_ACCESS_KEY_SECRET; "
-             "a served store is locked by its server.",
+             "its access key in WIDETABLE_ACCESS_KEY_ID and WIDETABLE_ACCESS_KEY_SECRET "
+             "(and WIDETABLE_INSTANCE if not 'widetable'); a served store is locked by its server.",
     ),
 ]
 PkOpt = Annotated[str, typer.Option("--pk", help="Primary key as JSON, e.g. '[\"c1\", 5]'.")]
@@ -109,6 +109,9 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             render.print_error(exc.code, exc.message)
         except (CliError, OSError) as exc:
             render.print_error(None, str(exc))
+        except UnicodeError as exc:  # a non-UTF-8 argument (Python reads it as surrogates)
+            render.print_error(None, f"an argument is not valid Unicode text: {exc.object!r}"
+                               if isinstance(exc, UnicodeEncodeError) else str(exc))
         raise typer.Exit(1)
 
     return run
@@ -237,7 +240,8 @@ def open_target(ctx: typer.Context, data: str | None, endpoint: str | None) -> I
     key_id, secret = os.environ.get(ENV_ID), os.environ.get(ENV_SECRET)
     if not key_id or not secret:
         raise CliError(f"set {ENV_ID} and {ENV_SECRET} to the server's access key to use --endpoint")
-    remote = connect(endpoint, access_key_id=key_id, access_key_secret=secret)
+    instance = os.environ.get("WIDETABLE_INSTANCE") or "widetable"
+    remote = connect(endpoint, access_key_id=key_id, access_key_secret=secret, instance=instance)
     try:
         yield remote
     finally:

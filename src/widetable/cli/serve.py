@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import threading
 from typing import Annotated
@@ -115,6 +116,8 @@ def _banner(server, path: str, store, generated: bool) -> None:
     if server.unix_endpoint:
         print(f"    (or '{server.unix_endpoint}' on this machine)")
     print("  command line (the store is locked while served):")
-    print(f"    WIDETABLE_ACCESS_KEY_ID={key_id} WIDETABLE_ACCESS_KEY_SECRET={secret} \\")
+    named = "" if server.instance == "widetable" else f" WIDETABLE_INSTANCE={shlex.quote(server.instance)}"
+    print(f"    WIDETABLE_ACCESS_KEY_ID={shlex.quote(key_id)} "
+          f"WIDETABLE_ACCESS_KEY_SECRET={shlex.quote(secret)}{named} \\")
     print(f"      widetable tables --endpoint {server.endpoint}")
     print("  Ctrl-C or SIGTERM stops it gracefully.", flush=True)

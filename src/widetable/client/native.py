@@ -19,6 +19,9 @@ import msgspec
 from .. import errors as errs
 from ..db import TableDescription
 from ..errors import NotSupported, WidetableError
+from ..index.manager import IndexDescription
+from ..partition.manager import PartitionInfo
+from ..partition.meta import PartitionEvent
 from ..partition.retry import RETRYABLE
 from ..server import convert
 from ..server.native import (
@@ -50,6 +53,7 @@ from ..stream.log import StreamColumn, StreamRecord
 from ..table.filters import as_condition
 from ..table.row import BatchGetResult, BatchWriteResult, RangeResult, Row, WriteResult
 from ..table.rowcodec import FORMAT
+from ..table.schema import TableOptions
 from .transport import (
     ThreadConnections,
     Transport,
@@ -143,14 +147,28 @@ def _range_answer(data: bytes | memoryview) -> object:
     return 0, (list(map(_shape_row, rows)), nxt)
 
 
-_decode_description = msgspec.msgpack.Decoder(tuple[int, TableDescription], ext_hook=ext_hook).decode
-
-
 def _description_answer(data: bytes | memoryview) -> object:
-    """A description, as ``Database.describe_table`` makes it (the server encodes it so)."""
-    if data[:2] != _OK:
-        return read_answer(data)
-    return _decode_description(data)
+    """A description as ``Database.describe_table`` makes it: the server sends its fields as
+    maps, rebuilt here with each value of the type it was sent as (a partition option may
+    be an int or a float, which a typed decode would force to its annotation)."""
+    answer = read_answer(data)
+    if answer[0] != 0:
+        return answer
+    d = answer[1]
+    try:
+        d["primary_key"] = [tuple(c) for c in d["primary_key"]]
+        d["defined_columns"] = [tuple(c) for c in d["defined_columns"]]
+        d["options"] = TableOptions(**d["options"])
+        d["partitions"] = [PartitionInfo(**p) for p in d["partitions"]]
+        d["split_history"] = [
+            PartitionEvent(**{**e, "parents": tuple(e["parents"]), "children": tuple(e["children"])})
+            for e in d["split_history"]]
+        d["indexes"] = [IndexDescription(**{**i, "primary_key": tuple(i["primary_key"]),
+                                            "defined_columns": tuple(i["defined_columns"])})
+                        for i in d["indexes"]]
+        return 0, TableDescription(**d)
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise _Protocol(f"a table description of another shape: {exc}") from None
 
 
 def _row_answer(data: bytes | memoryview) -> object:

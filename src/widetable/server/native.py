@@ -11,7 +11,7 @@ the official SDKs, and for everything ``widetable.connect`` does not send here
 (catalog, indexes, transactions' start and end, values MessagePack cannot carry).
 
 Handshake. The client sends a signed Tablestore request ``POST /WidetableNative``
-with ``Upgrade: widetable-native/3``, ``Connection: Upgrade`` and an empty body.
+with ``Upgrade: widetable-native/4``, ``Connection: Upgrade`` and an empty body.
 The service checks it like any API (identity, instance, date, signature, MD5)
 and answers ``101 Switching Protocols``, signed like any answer: each side then
 knows that the other holds the access key. From then on the connection carries
@@ -81,7 +81,7 @@ from .proto import pb
 log = logging.getLogger("widetable.server")
 
 API = "WidetableNative"  # the path of the upgrade request, signed as an API name
-UPGRADE = "widetable-native/3"  # /2: rows carry their form first; /3: stream calls, describe
+UPGRADE = "widetable-native/4"  # /2: rows carry their form first; /3: stream calls; /4: describe
 HEADER = struct.Struct("<I")
 MAX_FRAME = 5 * 2**20
 EXT_INF_MIN, EXT_INF_MAX = 1, 2

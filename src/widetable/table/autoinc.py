@@ -95,6 +95,8 @@ def put_row(table: Table, pk: object, columns: object, condition: object) -> Wri
     values = list(table.normalize_pk(pk))
     index = table._auto_index
     assert index is not None
+    if len(values) != len(table._names):
+        table._key(tuple(values))  # raises the key codec's error for a key of the wrong length
     for i, v in enumerate(values):
         if v is AUTO_INCREMENT and i != index:
             raise ParameterInvalid(
