@@ -269,10 +269,20 @@ def test_tail_latest_follows_new_shards_from_their_first_record(in_process, monk
     t.put_row(("old",), {"x": 0})  # before the tail starts: --latest skips it
     monkeypatch.setenv("WIDETABLE_ACCESS_KEY_ID", serving.ACCESS_KEY_ID)
     monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", serving.ACCESS_KEY_SECRET)
+    from types import SimpleNamespace
+
     from typer.testing import CliRunner
 
     from widetable.cli import app
+    from widetable.cli import streams as tail_module
 
+    polled = threading.Event()  # the tail found nothing new once: its LATEST iterators are taken
+
+    def pause(seconds: float) -> None:
+        polled.set()
+        time.sleep(seconds)
+
+    monkeypatch.setattr(tail_module, "time", SimpleNamespace(sleep=pause))
     box = {}
 
     def tail() -> None:
@@ -281,10 +291,9 @@ def test_tail_latest_follows_new_shards_from_their_first_record(in_process, monk
 
     thread = threading.Thread(target=tail, daemon=True)
     thread.start()
-    time.sleep(1.5)  # the tail has taken its LATEST iterators and polls every 0.2 s
+    assert polled.wait(20)
     t.put_row(("a",), {"x": 1})
-    time.sleep(0.5)
-    db.split_partition("t", "m")  # shard 0 -> 1, 2; their records come right after
+    db.split_partition("t", "m")  # shard 0 -> 1, 2; their records come before the next poll
     t.put_row(("b",), {"x": 2})
     t.put_row(("z",), {"x": 3})
     thread.join(20)
