@@ -362,7 +362,7 @@ def test_describe_table_from_a_widetable_server_is_the_embedded_one(in_process):
         plain.close()
 
 
-def test_the_row_commands_work_on_a_served_store(in_process, cli, monkeypatch):
+def test_the_row_commands_work_on_a_served_store(in_process, cli, monkeypatch, tmp_path):
     """A served store is locked by its server: --endpoint runs the commands through it."""
     db, server = in_process
     db.create_table("orders", [("user", "STRING"), ("n", "INTEGER")], stream=True)
@@ -384,7 +384,14 @@ def test_the_row_commands_work_on_a_served_store(in_process, cli, monkeypatch):
     assert "primary key" in described and "serving" in described
     missing = cli("get", "orders", "--pk", '["u9", 1]', *at, code=1)
     assert "no row with primary key" in missing.output
+    dump = cli("export", "orders", "-", "--format", "jsonl", *at).stdout
+    db.create_table("copy", [("user", "STRING"), ("n", "INTEGER")])
+    source = tmp_path / "orders.jsonl"
+    source.write_text(dump)
+    assert "1 row" in cli("import", "copy", str(source), *at).output
+    assert [r.columns for r in db.table("copy").scan()] == [{"amount": 8, "note": "hi"}]
     cli("drop-table", "orders", "--yes", *at)
+    cli("drop-table", "copy", "--yes", *at)
     assert db.list_tables() == []
     both = cli("tables", "--data", "somewhere", *at, code=1)
     assert "not both" in both.output

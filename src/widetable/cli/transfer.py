@@ -21,7 +21,7 @@ from rich.progress import (
 )
 
 from . import data_io, render
-from .app import DataOpt, FileFormat, command, open_db
+from .app import DataOpt, EndpointOpt, FileFormat, command, open_target
 
 
 def _progress(unit_bytes: bool) -> Progress:
@@ -49,12 +49,13 @@ def import_(
     file: Annotated[str, typer.Argument(metavar="FILE", help="File to read, or - for stdin.")],
     fmt: FormatOpt = None,
     data: DataOpt = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Load rows from JSONL or CSV in batches of 200. Exits with 1 if any row failed."""
     kind = data_io.guess_format(file, fmt.value if fmt else None)
     raw = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115 - closed below
     closer = contextlib.nullcontext() if file == "-" else contextlib.closing(raw)
-    with closer, open_db(ctx, data) as db:
+    with closer, open_target(ctx, data, endpoint) as db:
         pk = list(db.describe_table(table).primary_key)
         lines = data_io.decode_lines(raw)
         records = data_io.read_jsonl(lines) if kind == "jsonl" else data_io.read_csv(lines, pk)
@@ -110,10 +111,11 @@ def export(
     file: Annotated[str, typer.Argument(metavar="FILE", help="File to write, or - for stdout.")],
     fmt: FormatOpt = None,
     data: DataOpt = None,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """Write every row (newest version of each column) as JSONL or CSV."""
     kind = data_io.guess_format(file, fmt.value if fmt else None)
-    with open_db(ctx, data) as db:
+    with open_target(ctx, data, endpoint) as db:
         t = db.table(table)
         with _output(file) as out, _progress(unit_bytes=False) as progress:
             task = progress.add_task(f"export {table}", total=None)
