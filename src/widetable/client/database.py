@@ -12,7 +12,8 @@ from __future__ import annotations
 import itertools
 import ssl
 import threading
-from typing import Self
+from collections.abc import Callable
+from typing import Self, TypeVar
 
 from ..db import MAX_STREAM_RETENTION, TableDescription
 from ..errors import NotSupported, ParameterInvalid, WidetableError, describe
@@ -43,6 +44,7 @@ from .transport import Transport, error_of
 PUT, UPDATE, DELETE = (enum_value("OperationType", n) for n in ("PUT", "UPDATE", "DELETE"))
 _OPS = {"put": PUT, "update": UPDATE, "delete": DELETE}
 PROTOCOLS = ("auto", "native", "tablestore")
+T = TypeVar("T")
 
 
 class RemoteDatabase:
@@ -79,6 +81,17 @@ class RemoteDatabase:
     def _call(self, api: str, request) -> bytes:
         self._check_open()
         return self._transport.call(api, request)
+
+    def _over_native(self, call: Callable[[NativeChannel], T]) -> T | None:
+        """``call`` on the native channel; None when there is none, or the call cannot
+        travel there (the caller then goes over Tablestore's protocol)."""
+        native = self._live_native()
+        if native is None:
+            return None
+        try:
+            return call(native)
+        except Unsendable:
+            return None
 
     def _live_native(self) -> NativeChannel | None:
         """The native channel for a data call, if there is one (and the connection is open)."""
@@ -171,12 +184,9 @@ class RemoteDatabase:
         Tablestore's protocol, what DescribeTable carries."""
         if not isinstance(name, str):
             raise error_of("OTSObjectNotExist", f"table {describe(name)} does not exist")
-        native = self._live_native()
-        if native is not None:
-            try:
-                return native.describe_table(name)
-            except Unsendable:
-                pass
+        described = self._over_native(lambda native: native.describe_table(name))
+        if described is not None:
+            return described
         resp = pb.DescribeTableResponse.FromString(
             self._call("DescribeTable", pb.DescribeTableRequest(table_name=name)))
         return _description(resp.table_meta, resp.table_options,
@@ -394,45 +404,28 @@ class RemoteDatabase:
 
     def list_stream(self, table: str | None = None) -> list[StreamInfo]:
         """The streams of every table with ``stream`` on (or of ``table``)."""
-        native = self._live_native()
-        if native is not None:
-            try:
-                return native.list_stream(table)
-            except Unsendable:
-                pass
-        return streams.list_stream(self._call, table)
+        found = self._over_native(lambda native: native.list_stream(table))
+        return streams.list_stream(self._call, table) if found is None else found
 
     def describe_stream(self, stream_id: str) -> StreamDescription:
         """A stream's shards with their parent and child links (see ``Database.describe_stream``)."""
-        native = self._live_native()
-        if native is not None:
-            try:
-                return native.describe_stream(stream_id)
-            except Unsendable:
-                pass
-        return streams.describe_stream(self._call, stream_id)
+        found = self._over_native(lambda native: native.describe_stream(stream_id))
+        return streams.describe_stream(self._call, stream_id) if found is None else found
 
     def get_shard_iterator(self, stream_id: str, shard_id: int, position: object = "TRIM_HORIZON") -> str:
         """An opaque iterator into one shard: at ``TRIM_HORIZON``, ``LATEST`` or a sequence
         number (over Tablestore's protocol, ``TRIM_HORIZON`` only)."""
         stream_api.check_position(position)  # as the store checks it, on either protocol
-        native = self._live_native()
-        if native is not None:
-            try:
-                return native.get_shard_iterator(stream_id, shard_id, position)
-            except Unsendable:
-                pass
-        return streams.get_shard_iterator(self._call, stream_id, shard_id, position)
+        found = self._over_native(
+            lambda native: native.get_shard_iterator(stream_id, shard_id, position))
+        if found is None:
+            found = streams.get_shard_iterator(self._call, stream_id, shard_id, position)
+        return found
 
     def get_stream_record(self, iterator: str, limit: int = 100) -> StreamRecords:
         """Up to ``limit`` records from ``iterator`` in commit order, and the next iterator."""
-        native = self._live_native()
-        if native is not None:
-            try:
-                return native.get_stream_record(iterator, limit)
-            except Unsendable:
-                pass
-        return streams.get_stream_record(self._call, iterator, limit)
+        found = self._over_native(lambda native: native.get_stream_record(iterator, limit))
+        return streams.get_stream_record(self._call, iterator, limit) if found is None else found
 
     def compute_split_points_by_size(self, name: str, split_size: int) -> list[tuple]:
         """Split points (key prefixes) of about ``split_size`` bytes apart."""
