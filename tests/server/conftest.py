@@ -8,7 +8,6 @@ overridden, so the shared ``table`` fixture makes remote tables.
 
 from __future__ import annotations
 
-import logging
 import threading
 
 import pytest
@@ -47,12 +46,7 @@ def db(remote_db):
 @pytest.fixture(params=["v2", "v4"])
 def ots(request, server):
     """An official-SDK OTSClient, signing with V2 or V4."""
-    from tablestore import OTSClient
-
-    logging.getLogger("widetable-tests-sdk").setLevel(logging.CRITICAL)
-    region = "cn-test" if request.param == "v4" else None
-    client = OTSClient(server.endpoint, serving.ACCESS_KEY_ID, serving.ACCESS_KEY_SECRET,
-                       serving.INSTANCE, region=region, logger_name="widetable-tests-sdk")
+    client = serving.official_client(server.endpoint, request.param, "widetable-tests-sdk")
     yield client
     for name in client.list_table():
         client.delete_table(name)

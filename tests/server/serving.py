@@ -51,6 +51,19 @@ def post(port: int, api: str, body: bytes, headers: dict | None = None, sign: bo
     return resp.status, (pb.Error.FromString(data) if resp.status >= 400 else None)
 
 
+def official_client(endpoint: str, signing: str, logger_name: str, **options):
+    """The official SDK's OTSClient on ``endpoint``, signing with V2 or V4 (``signing``),
+    its log quiet."""
+    import logging
+
+    from tablestore import OTSClient
+
+    logging.getLogger(logger_name).setLevel(logging.CRITICAL)
+    return OTSClient(endpoint, ACCESS_KEY_ID, ACCESS_KEY_SECRET, INSTANCE,
+                     region="cn-test" if signing == "v4" else None, logger_name=logger_name,
+                     **options)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -9,7 +9,6 @@ response signature) by the SDK's own protocol pieces."""
 
 from __future__ import annotations
 
-import logging
 import struct
 
 import pytest
@@ -25,7 +24,7 @@ from . import serving
 from .test_codec_fast import mutated
 
 tablestore = pytest.importorskip("tablestore")
-from tablestore import OTSClient, OTSServiceError
+from tablestore import OTSServiceError
 from tablestore.auth import RequestContext
 from tablestore.plainbuffer.plain_buffer_coded_stream import PlainBufferCodedInputStream
 from tablestore.plainbuffer.plain_buffer_stream import PlainBufferInputStream
@@ -39,19 +38,11 @@ EXTENSION_BYTES = 1 + 4 + 1 + 4 + pbuf.SEQ_INFO_LENGTH  # TAG_EXTENSION len TAG_
 # -- a server in this process, and the SDK's request pieces ---------------------------------
 
 
-@pytest.fixture
-def served(in_process):
-    """``(db, server)``: a store on disk served on a loopback port by this process."""
-    return in_process
-
-
 @pytest.fixture(params=["v2", "v4"])
-def client(request, served):
-    """An official-SDK OTSClient on the served store, signing with V2 or V4."""
-    logging.getLogger("widetable-tests-streams").setLevel(logging.CRITICAL)
-    return OTSClient(served[1].endpoint, serving.ACCESS_KEY_ID, serving.ACCESS_KEY_SECRET,
-                     serving.INSTANCE, region="cn-test" if request.param == "v4" else None,
-                     logger_name="widetable-tests-streams", max_connection=2)
+def client(request, in_process):
+    """An official-SDK OTSClient on the store ``in_process`` serves, signing with V2 or V4."""
+    return serving.official_client(in_process[1].endpoint, request.param,
+                                   "widetable-tests-streams", max_connection=2)
 
 
 def call(client, api: str, request):
@@ -162,8 +153,8 @@ def write_changes(db) -> int:
 # -- the four APIs -------------------------------------------------------------------------
 
 
-def test_records_over_the_wire_match_the_embedded_stream(served, client) -> None:
-    db, _ = served
+def test_records_over_the_wire_match_the_embedded_stream(in_process, client) -> None:
+    db, _ = in_process
     db.create_table("t", PK, stream=True, stream_retention=5401)
     db.create_table("plain", PK)
     old = write_changes(db)
@@ -228,8 +219,8 @@ def test_records_over_the_wire_match_the_embedded_stream(served, client) -> None
         [("k", "c"), ("s", 3)]]
 
 
-def test_shard_paging_split_and_merge_links_and_a_drained_shard(served, client) -> None:
-    db, _ = served
+def test_shard_paging_split_and_merge_links_and_a_drained_shard(in_process, client) -> None:
+    db, _ = in_process
     db.create_table("t", [("k", "STRING")], stream=True)
     t = db.table("t")
     t.put_row(("a",), {"v": 0})  # shard 0
@@ -277,8 +268,8 @@ def test_shard_paging_split_and_merge_links_and_a_drained_shard(served, client) 
     assert last.HasField("next_shard_iterator")
 
 
-def test_errors(served, client) -> None:
-    db, _ = served
+def test_errors(in_process, client) -> None:
+    db, _ = in_process
     db.create_table("t", PK, stream=True)
     db.create_table("plain", PK)
     db.table("t").put_row(("a", 1), {"x": 1})

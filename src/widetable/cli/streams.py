@@ -39,10 +39,12 @@ def tail(
         iterators: dict[int, str | None] = {}
         # --latest skips what the shards held at the start; shards that appear later
         # (split or merge children) are read from their first record.
-        at_start = {s.shard_id for s in db.describe_stream(sid).shards} if latest else set()
+        at_start: set[int] | None = None
         printed = 0
         while printed < limit:
             desc = db.describe_stream(sid)
+            if at_start is None:
+                at_start = {s.shard_id for s in desc.shards} if latest else set()
             progressed = False
             for shard in desc.shards:
                 if any(iterators.get(p, "") is not None for p in shard.parents):
@@ -67,4 +69,3 @@ def tail(
                 if not follow:
                     return
                 time.sleep(0.2)
-

@@ -87,6 +87,12 @@ INDEX_TYPE_CODES = {"GLOBAL": (IT_GLOBAL, IUM_ASYNC), "LOCAL": (IT_LOCAL, IUM_SY
 # -- sizes and capacity units -----------------------------------------------------
 
 
+def retention_hours(seconds: int) -> int:
+    """A stream retention as Tablestore's ``expiration_time``: whole hours, rounded up (widetable
+    keeps seconds), at most an int32."""
+    return min(-(-seconds // 3600), 2**31 - 1)
+
+
 def value_size(value: object) -> int:
     t = type(value)
     if t is str:

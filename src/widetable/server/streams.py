@@ -34,7 +34,7 @@ from ..db import Database
 from ..errors import ObjectNotExist, ParameterInvalid, describe
 from ..stream import api as stream_api
 from ..stream.log import StreamRecord
-from . import plainbuffer
+from . import convert, plainbuffer
 from .plainbuffer import Cell, PlainRow, SeqInfo
 from .proto import enum_value, pb
 
@@ -83,7 +83,7 @@ def describe_stream(db: Database, req) -> object:
         raise ObjectNotExist(f"stream {describe(req.stream_id)} does not exist")
     resp = pb.DescribeStreamResponse(
         stream_id=d.stream_id, table_name=d.table, creation_time=_micros(created),
-        expiration_time=min(-(-d.retention // 3600), 2**31 - 1), stream_status=_ACTIVE,
+        expiration_time=convert.retention_hours(d.retention), stream_status=_ACTIVE,
     )
     if start and not any(s.shard_id == start for s in d.shards):
         raise ParameterInvalid(

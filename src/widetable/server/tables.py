@@ -181,7 +181,7 @@ def _stream_args(spec) -> dict:
 def _fill_stream(msg, d: TableDescription) -> None:
     """StreamDetails: the retention in whole hours, rounded up (widetable keeps seconds)."""
     msg.enable_stream = d.stream
-    msg.expiration_time = min(-(-d.stream_retention // 3600), 2**31 - 1)
+    msg.expiration_time = convert.retention_hours(d.stream_retention)
     if d.stream_id is not None:
         msg.stream_id = d.stream_id
 

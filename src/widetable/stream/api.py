@@ -141,7 +141,10 @@ def get_shard_iterator(db, stream_id: str, shard_id: object, position: object) -
 def iterator_table(db, iterator: object):
     """The table whose stream ``iterator`` reads (None: it is gone); ParameterInvalid if
     ``iterator`` is not one."""
-    table_id = decode_iterator(iterator)[0]
+    return _table_of(db, decode_iterator(iterator)[0])
+
+
+def _table_of(db, table_id: int):
     return next((t for t in list(db._tables.values()) if t.schema.table_id == table_id), None)
 
 
@@ -150,7 +153,7 @@ MAX_PAGE_BYTES = 4 * 2**20  # of stored records in one page, as a range page's r
 
 def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
     table_id, shard, after, since = decode_iterator(iterator)
-    table = iterator_table(db, iterator)
+    table = _table_of(db, table_id)
     if table is None or not table.schema.stream or table.schema.stream_since != since:
         # No stream, or a newer one: the stream was turned off (and on) since.
         raise ObjectNotExist(f"the stream of iterator {describe(iterator)} does not exist")
