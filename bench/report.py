@@ -119,13 +119,14 @@ def targets(results: list[PhaseResult]) -> list[Target]:
     """The targets of bench/README.md, over the YCSB workloads that ran."""
     ran = [w for w in YCSB_ORDER if any(r.suite == "ycsb" and r.workload == w for r in results)]
     out = []
-    for peer in ("sqlite", "postgresql"):
-        out += [_target(peer, w, 1.0, True, results) for w in ran]
+    if any(r.system == SUBJECT for r in results):
+        for peer in ("sqlite", "postgresql"):
+            out += [_target(peer, w, 1.0, True, results) for w in ran]
     # Through the server too, against PostgreSQL over its socket, once the server ran.
     if any(r.system == SERVER for r in results):
         out += [_target("postgresql", w, 1.0, True, results, SERVER) for w in ran]
     for w in ("C", "load"):
-        if w in ran:
+        if w in ran and any(r.system == SUBJECT for r in results):
             out.append(_target("rocksdict", w, 0.5, False, results))
     return out
 
@@ -137,7 +138,9 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 
 
 def _fmt_ratio(value: float | None, spread: tuple[float, float] | None, unit: str = "") -> str:
-    """``1.07x``, or ``1.07x (0.95-1.19)`` with the range over passes."""
+    """``1.07x``, or ``1.07x (0.95-1.19)`` with the range over passes; ``n/a`` without."""
+    if value is None:
+        return "n/a"
     text = _fmt(value, 2) + unit
     return text if spread is None else f"{text} ({spread[0]:.2f}-{spread[1]:.2f})"
 
@@ -161,13 +164,19 @@ def _results_table(title: str, rows: list[PhaseResult], order: tuple[str, ...]) 
     return table
 
 
-def _ratio_table(results: list[PhaseResult], suite: str, order: tuple[str, ...]) -> Table | None:
-    peers = sorted({r.system for r in results if r.suite == suite} - {SUBJECT})
+def _ratio_table(results: list[PhaseResult], suite: str, order: tuple[str, ...],
+                 subject: str = SUBJECT) -> Table | None:
+    """``subject`` ÷ each peer, per workload; None if ``subject`` did not run in ``suite``.
+    The server's table leaves out the embedded store, whose table has the server."""
+    ran = {r.system for r in results if r.suite == suite}
+    if subject not in ran:
+        return None
+    peers = sorted(ran - {SUBJECT, SERVER} if subject == SERVER else ran - {subject})
     workloads = [w for w in order if any(r.suite == suite and r.workload == w for r in results)]
     if not peers or not workloads:
         return None
     several = len({r.round for r in results}) > 1
-    title = f"{suite}: widetable ÷ peer throughput (>1: widetable faster)"
+    title = f"{suite}: {subject} ÷ peer throughput (>1: {subject} faster)"
     if several:
         title += "; median of the passes' ratios (lowest-highest)"
     table = Table(title=title, title_justify="left")
@@ -175,8 +184,9 @@ def _ratio_table(results: list[PhaseResult], suite: str, order: tuple[str, ...])
     for p in peers:
         table.add_column(p, justify="right")
     for w in workloads:
-        table.add_row(w, *[_fmt_ratio(ratio(results, suite, w, p),
-                                      ratio_spread(results, suite, w, p), "x") for p in peers])
+        table.add_row(w, *[_fmt_ratio(ratio(results, suite, w, p, subject),
+                                      ratio_spread(results, suite, w, p, subject), "x")
+                           for p in peers])
     return table
 
 
@@ -212,16 +222,18 @@ def print_report(
     if ycsb_rows:
         console.print(_results_table(
             f"YCSB (load: rows/s, latency per 200-row batch{of})", ycsb_rows, YCSB_ORDER))
-        t = _ratio_table(results, "ycsb", YCSB_ORDER)
-        if t is not None:
-            console.print(t)
+        for subject in (SUBJECT, SERVER):
+            t = _ratio_table(results, "ycsb", YCSB_ORDER, subject)
+            if t is not None:
+                console.print(t)
     if bt_rows:
         title = "Bigtable experiments" + (f" (median of {passes} passes)" if of else "")
         console.print(_results_table(title, bt_rows, bigtable.EXPERIMENTS))
         console.print(_bigtable_table(summary))
-        t = _ratio_table(results, "bigtable", bigtable.EXPERIMENTS)
-        if t is not None:
-            console.print(t)
+        for subject in (SUBJECT, SERVER):
+            t = _ratio_table(results, "bigtable", bigtable.EXPERIMENTS, subject)
+            if t is not None:
+                console.print(t)
     for name, why in skipped.items():
         if why.startswith("failed:"):
             console.print(f"[red]{name}: {why}[/red] (any figures above for it are partial)")
@@ -251,6 +263,7 @@ def write_json(
     goals: list[Target],
 ) -> None:
     systems = sorted({r.system for r in results} - {SUBJECT})
+    server_peers = [s for s in systems if s != SERVER]
     workloads = {suite: list(dict.fromkeys(r.workload for r in results if r.suite == suite))
                  for suite in ("ycsb", "bigtable")}
     doc = {
@@ -265,6 +278,11 @@ def write_json(
             suite: {w: {p: pass_ratios(results, suite, w, p) for p in systems} for w in names}
             for suite, names in workloads.items()
         },
+        # widetable-server ÷ each peer but the embedded store (None: the server did not run)
+        "server_ratios": {
+            suite: {w: {p: ratio(results, suite, w, p, SERVER) for p in server_peers} for w in names}
+            for suite, names in workloads.items()
+        } if SERVER in systems else None,
         "bigtable_2006_hardware": bigtable.PAPER_2006,
         "targets": [
             {

@@ -65,9 +65,10 @@ def test_unknown_workload_is_rejected() -> None:
         parse_workloads("G")
 
 
-def test_server_systems_smoke(tmp_path: Path) -> None:
-    """The harness through ``widetable serve`` (over its unix socket) on a few workloads."""
-    argv = ["--records", "200", "--operations", "200", "--systems", "widetable-server"]
+def test_server_systems_smoke(tmp_path: Path, capsys) -> None:
+    """The harness through ``widetable serve`` (over its unix socket) on a few workloads,
+    beside SQLite and without the embedded store: its ratios are the server's."""
+    argv = ["--records", "200", "--operations", "200", "--systems", "widetable-server,sqlite"]
     assert bench.main([*argv, "--workloads", "C,E,random-writes", "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["skipped"] == {}
@@ -76,6 +77,17 @@ def test_server_systems_smoke(tmp_path: Path) -> None:
         result = got[(workload, "widetable-server")]
         assert result["throughput"] > 0 and result["misses"] == 0, workload
         assert result["server_mb"] and result["server_mb"] > 0, workload
+        suite = "bigtable" if workload == "random-writes" else "ycsb"
+        expected = result["throughput"] / got[(workload, "sqlite")]["throughput"]
+        assert doc["server_ratios"][suite][workload]["sqlite"] == pytest.approx(expected)
+    out = capsys.readouterr().out
+    assert "widetable-server ÷" in out
+    # No table of the embedded store's ratios, nor its targets: it did not run. The
+    # server's targets stay, n/a without PostgreSQL.
+    assert "n/ax" not in out
+    assert [t["target"] for t in doc["targets"]] == [
+        "widetable-server ahead of postgresql on load", "widetable-server ahead of postgresql on C",
+        "widetable-server ahead of postgresql on E"]
 
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
