@@ -94,6 +94,7 @@ class Database:
             self._tables[schema.name] = Table(self, schema)
             self._partitions.open_table(self._tables[schema.name])
             self._indexes.open_table(self._tables[schema.name])
+        self._indexes.finish_builds()  # of indexes whose create_index was cut short
         self._stop = threading.Event()
         # Tables whose max_versions went down since the last background purge (their rows
         # may hold versions past it); None: the next pass covers every table (see _purge_round).
@@ -189,6 +190,7 @@ class Database:
             **check_partition_options(partition_options),  # type: ignore[arg-type]
         ).checked()
         defined = check_defined_columns(defined_columns, pk)
+        check_flag(stream, "stream")
         retention = _check_retention(stream_retention)
         with self._ddl_lock:
             if name in self._tables or name in self._indexes.views:
@@ -196,7 +198,7 @@ class Database:
             table_id = self._next_table_id()
             schema = TableSchema(
                 name, table_id, pk, options, time.time(), auto_increment=auto_increment,
-                defined_columns=defined, stream=bool(stream), stream_retention=retention,
+                defined_columns=defined, stream=stream, stream_retention=retention,
             )
             batch = self._engine.batch()
             batch.put(layout.counter_key("table_id"), table_id.to_bytes(8, "big"))
@@ -270,6 +272,7 @@ class Database:
         ``defined_columns`` adds predefined columns; ``stream`` turns the change
         stream on or off (off drops its records unless a global index needs them).
         """
+        check_flag(stream, "stream", optional=True)
         with self._ddl_lock:
             table = self._base_table(name)
             old = table.schema.options
@@ -292,7 +295,7 @@ class Database:
                 )
                 schema = replace(schema, defined_columns=added)
             if stream is not None:
-                schema = replace(schema, stream=bool(stream))
+                schema = replace(schema, stream=stream)
             if stream_retention is not None:
                 schema = replace(schema, stream_retention=_check_retention(stream_retention))
             self._engine.put(layout.catalog_key(name), schema.to_json())
@@ -350,6 +353,8 @@ class Database:
         bar on a terminal (``progress``).
         """
         self._check_open()
+        check_flag(include_base_data, "include_base_data")
+        check_flag(progress, "progress", optional=True)
         with self._ddl_lock:
             return self._indexes.create(
                 self._base_table(table), name, primary_key, defined_columns, index_type,
@@ -367,11 +372,16 @@ class Database:
         the report lists missing and stale entries (a global index may lag;
         call ``wait_for_indexes`` first)."""
         self._check_open()
+        if type(limit) is not int or limit < 1:
+            raise ParameterInvalid(f"limit must be a positive integer, got {describe(limit)}")
         return self._indexes.verify(self._base_table(table), name, limit)
 
     def wait_for_indexes(self, timeout: float | None = 30.0) -> bool:
         """Block until every global index has applied every committed write; False on timeout."""
         self._check_open()
+        if timeout is not None and (type(timeout) not in (int, float) or not timeout >= 0):
+            raise ParameterInvalid(
+                f"timeout must be seconds >= 0 or None (no limit), got {describe(timeout)}")
         return self._indexer.wait(timeout)
 
     def trim_change_log(self) -> int:
@@ -582,6 +592,13 @@ class Database:
 
 
 MAX_STREAM_RETENTION = (2**31 - 1) * 3600  # Tablestore's protocol carries it as int32 hours
+
+
+def check_flag(value: object, what: str, optional: bool = False) -> None:
+    """ParameterInvalid unless ``value`` is True or False (or None, when ``optional``):
+    ``bool("false")`` would be True."""
+    if type(value) is not bool and not (optional and value is None):
+        raise ParameterInvalid(f"{what} must be True or False, got {describe(value)}")
 
 
 def _check_retention(seconds: object) -> int:

@@ -8,11 +8,12 @@ and runs the global-index applier (:mod:`.global_`).
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, describe
+from ..errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, WidetableError, describe
 from ..keys import layout
 from ..stream import log
 from ..stream.feed import TableFeed
@@ -27,6 +28,9 @@ from .view import IndexTable
 if TYPE_CHECKING:
     from ..db import Database
     from ..table.table import Table
+
+
+logger = logging.getLogger("widetable.index")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,7 @@ class IndexManager:
     def _drop_log(self, table_id: int, feed: TableFeed) -> None:
         batch = self.engine.batch()
         batch.delete_range(*layout.change_log_range(table_id))
+        batch.delete_range(*layout.checkpoint_range(table_id))  # its trim marks
         batch.put(layout.counter_key(_seq_counter(table_id)), feed.seq.to_bytes(8, "big"))
         self.engine.write(batch)
 
@@ -113,6 +118,7 @@ class IndexManager:
         for spec in table.schema.indexes:
             self._drop_index_data(spec, batch)
         batch.delete_range(*layout.change_log_range(tid))
+        batch.delete_range(*layout.checkpoint_range(tid))  # its trim marks
         batch.delete(layout.counter_key(_seq_counter(tid)))
         self.feeds.pop(tid, None)
 
@@ -140,6 +146,16 @@ class IndexManager:
             raise ObjectAlreadyExist(f"a table or index named {describe(name)} already exists")
         index_id = self.db._next_table_id()
         spec = check_index(table.schema, name, primary_key, defined_columns, index_type, index_id, 0)
+        spec = replace(spec, building=include_base_data)
+        # Take the id for good before any write can use it (configure makes the index live
+        # for writers, which may write LOCAL entries under it): after a crash before the
+        # catalog write, the id is not handed out again with those entries under it.
+        batch = self.engine.batch()
+        batch.put(layout.counter_key("table_id"), index_id.to_bytes(8, "big"))
+        for lo, hi in (layout.table_range(index_id), layout.checkpoint_range(index_id),
+                       layout.index_ref_range(index_id)):
+            batch.delete_range(lo, hi)  # nothing there, unless left by a crash of an older version
+        self.engine.write(batch)
         old = table.schema
         table._set_schema(replace(old, indexes=old.indexes + (spec,)))
         try:
@@ -153,19 +169,42 @@ class IndexManager:
         schema = replace(old, indexes=old.indexes + (spec,))
         table._set_schema(schema)
         self.configure(table)
-        batch = self.engine.batch()
-        batch.put(layout.counter_key("table_id"), index_id.to_bytes(8, "big"))
-        batch.put(layout.catalog_key(old.name), schema.to_json())
-        self.engine.write(batch)
+        self.engine.put(layout.catalog_key(old.name), schema.to_json())
         view = self._open_index(table, spec)
         if include_base_data:
-            gi = self.globals.get(name)
             try:
-                backfill(self.db, table, index_id, None if gi else view._codec, gi, progress)
+                self._build(table, spec, view, progress)
             except BaseException:  # e.g. a row whose LOCAL entry key is over the limits
                 self.drop(table, name)  # a refused create_index leaves nothing behind
                 raise
         return view
+
+    def _build(self, table: Table, spec: IndexSpec, view: IndexTable, progress: bool | None) -> None:
+        """Backfill ``spec`` (catalogued with ``building``), then catalogue it as built."""
+        gi = self.globals.get(spec.name)
+        backfill(self.db, table, spec.table_id, None if gi else view._codec, gi, progress)
+        built = replace(spec, building=False)
+        schema = replace(table.schema, indexes=tuple(
+            built if i.name == spec.name else i for i in table.schema.indexes))
+        self.engine.put(layout.catalog_key(table.name), schema.to_json())
+        table._set_schema(schema)
+
+    def finish_builds(self, progress: bool | None = None) -> None:
+        """Finish the backfills a crash (or a kill) interrupted: at open, before any write.
+
+        Writes maintained such an index from the moment it was catalogued, and its
+        backfill writes each row's entry as the row is now, so backfilling every row
+        again completes it."""
+        for table in list(self.db._tables.values()):
+            for spec in table.schema.indexes:
+                if not spec.building:
+                    continue
+                try:
+                    self._build(table, spec, self.views[spec.name], progress)
+                except WidetableError as exc:  # as create_index would have: the index goes
+                    logger.warning("index %r of table %r cannot be built, dropped: %s",
+                                spec.name, table.name, exc)
+                    self.drop(table, spec.name)
 
     def drop(self, table: Table, name: str) -> None:
         spec = next((i for i in table.schema.indexes if i.name == name), None)

@@ -132,6 +132,8 @@ class IndexSpec:
     ``primary_key`` is the index's whole key: the declared columns followed by
     the base table's remaining key columns. ``start_seq``: a global index
     applies change records after it (earlier writes are backfilled).
+    ``building``: its backfill has not finished (a store that stopped in the
+    middle of one finishes it when it opens again).
     """
 
     name: str
@@ -141,18 +143,23 @@ class IndexSpec:
     index_type: str
     created_at: float = 0.0
     start_seq: int = 0
+    building: bool = False
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "name": self.name, "table_id": self.table_id, "primary_key": list(self.primary_key),
             "defined_columns": list(self.defined_columns), "index_type": self.index_type,
             "created_at": self.created_at, "start_seq": self.start_seq,
         }
+        if self.building:
+            d["building"] = True
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> IndexSpec:
         return cls(d["name"], d["table_id"], tuple(d["primary_key"]), tuple(d["defined_columns"]),
-                   d["index_type"], d.get("created_at", 0.0), d.get("start_seq", 0))
+                   d["index_type"], d.get("created_at", 0.0), d.get("start_seq", 0),
+                   d.get("building", False) is True)
 
 
 @dataclass(frozen=True, slots=True)
