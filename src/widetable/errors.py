@@ -21,6 +21,7 @@ ROW_OPERATION_CONFLICT = "OTSRowOperationConflict"
 SESSION_NOT_EXIST = "OTSSessionNotExist"
 INTERNAL_SERVER_ERROR = "OTSInternalServerError"
 NOT_SUPPORTED = "OTSNotSupported"
+TRIMMED_DATA_ACCESS = "OTSTrimmedDataAccess"
 
 
 class WidetableError(Exception):
@@ -94,6 +95,13 @@ class SessionNotExist(WidetableError):
 
 class NotSupported(WidetableError):
     code = NOT_SUPPORTED
+
+
+class TrimmedDataAccess(WidetableError):
+    """A stream iterator whose next records were dropped from the change log (retention):
+    start again from TRIM_HORIZON, knowing that records were missed."""
+
+    code = TRIMMED_DATA_ACCESS
 
 
 def describe(value: object, limit: int = 64) -> str:

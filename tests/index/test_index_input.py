@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from widetable import WidetableError
+from widetable.errors import ParameterInvalid
 
 PK = [("k", "STRING"), ("n", "INTEGER")]
 DEFINED = [("s", "STRING"), ("total", "INTEGER")]
@@ -51,3 +52,39 @@ def test_a_transaction_cannot_be_started_on_an_index(db):
     with db.start_local_transaction("t", "a") as txn:  # its table takes one
         txn.put_row(("a", 1), {"s": "x"})
     assert [r.primary_key for r in db.table("l").scan()] == [("a", "x", 1)]
+
+
+@pytest.mark.parametrize("flag", ["false", 0, 1, None])
+def test_flags_must_be_booleans(db, flag):
+    """``bool("false")`` is True: a flag that is not True or False is refused, naming it."""
+    db.create_table("t", [("k", "STRING")], defined_columns=[("c", "STRING")])
+    if flag is not None:  # None is "unchanged" for update_table
+        with pytest.raises(ParameterInvalid, match=f"stream must be True or False, got {flag!r}"):
+            db.create_table("u", [("k", "STRING")], stream=flag)
+        assert "u" not in db.list_tables()
+        with pytest.raises(ParameterInvalid, match="stream must be True or False"):
+            db.update_table("t", stream=flag)
+        assert db.describe_table("t").stream is False
+    with pytest.raises(ParameterInvalid, match=f"include_base_data must be True or False, got {flag!r}"):
+        db.create_index("t", "ix", ["c"], include_base_data=flag)
+    with pytest.raises(ParameterInvalid, match="progress must be True or False"):
+        db.create_index("t", "ix", ["c"], progress=flag if flag is not None else "yes")
+    assert db.describe_table("t").indexes == []
+
+
+@pytest.mark.parametrize("limit", [0, -1, None, "x", 1.5, True])
+def test_verify_index_limit_is_checked(db, limit):
+    db.create_table("t", [("k", "STRING")], defined_columns=[("c", "STRING")])
+    db.table("t").put_row(("a",), {"c": "x"})
+    db.create_index("t", "ix", ["c"], include_base_data=False, progress=False)
+    with pytest.raises(ParameterInvalid, match=f"limit must be a positive integer, got {limit!r}"):
+        db.verify_index("t", "ix", limit=limit)
+    report = db.verify_index("t", "ix", limit=1)
+    assert not report.ok and len(report.missing) == 1
+
+
+@pytest.mark.parametrize("timeout", ["x", -1, float("nan"), True])
+def test_wait_for_indexes_timeout_is_checked(db, timeout):
+    with pytest.raises(ParameterInvalid, match="timeout must be seconds >= 0 or None"):
+        db.wait_for_indexes(timeout)
+    assert db.wait_for_indexes(0) and db.wait_for_indexes(None)

@@ -455,3 +455,72 @@ def test_a_non_utf8_argument_is_an_error_not_a_traceback(in_process, cli, monkey
     monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", serving.ACCESS_KEY_SECRET)
     out = cli("describe", "bad\udcff", "--endpoint", server.endpoint, code=1).output
     assert "not valid Unicode text" in out
+
+
+def test_a_trimmed_iterator_is_trimmed_data_access_on_both_paths(in_process):
+    from widetable.errors import TrimmedDataAccess
+
+    db, server = in_process
+    db.create_table("t", PK, stream=True, stream_retention=1)
+    for i in range(3):
+        db.table("t").put_row(("a", i), {"x": i})
+    sid = db.list_stream()[0].stream_id
+    remotes = [connect(server, "native"), connect(server, "tablestore")]
+    try:
+        behind = []
+        for remote in remotes:
+            it = remote.get_shard_iterator(sid, 0)
+            assert [r.sequence for r in remote.get_stream_record(it, limit=1).records] == [1]
+            behind.append(it)
+        time.sleep(1.1)
+        assert db.trim_change_log() == 3
+        for remote, it in zip(remotes, behind):
+            with pytest.raises(TrimmedDataAccess, match="up to 3"):
+                remote.get_stream_record(it)
+            assert remote.get_stream_record(remote.get_shard_iterator(sid, 0)).records == []
+            with pytest.raises(ParameterInvalid, match="stream must be True or False, got 'no'"):
+                remote.create_table("u", PK, stream="no")
+            with pytest.raises(ParameterInvalid, match="include_base_data must be True or False"):
+                remote.create_index("t", "ix", ["s"], include_base_data="no")
+    finally:
+        for remote in remotes:
+            remote.close()
+    assert db.list_tables() == ["t"]
+
+
+def test_tail_reports_records_trimmed_before_it_read_them(in_process, monkeypatch):
+    """A --follow tail that falls behind retention says so on stderr and goes on from the
+    oldest kept record, instead of stopping (or printing on as if nothing was missed)."""
+    db, server = in_process
+    db.create_table("t", [("k", "STRING")], stream=True, stream_retention=1)
+    t = db.table("t")
+    t.put_row(("a",), {"x": 0})
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_ID", serving.ACCESS_KEY_ID)
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", serving.ACCESS_KEY_SECRET)
+    from types import SimpleNamespace
+
+    from typer.testing import CliRunner
+
+    from widetable.cli import app
+    from widetable.cli import streams as tail_module
+
+    def pause(seconds: float) -> None:  # the tail's first poll found nothing new
+        if t.get_row(("d",)) is None:
+            t.put_row(("b",), {"x": 1})
+            t.put_row(("c",), {"x": 2})
+            time.sleep(1.1)
+            assert db.trim_change_log() == 3  # a (read), b and c (never read)
+            t.put_row(("d",), {"x": 3})
+
+    monkeypatch.setattr(tail_module, "time", SimpleNamespace(sleep=pause))
+    result = CliRunner().invoke(app, ["stream", "tail", "t", "--follow", "--limit", "2",
+                                      "--endpoint", server.endpoint])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["pk"] for line in result.stdout.splitlines()] == [["a"], ["d"]]
+    assert "shard 0: the records of shard 0 after sequence 1 up to 3" in result.stderr
+    assert "records were missed" in result.stderr
+
+
+def test_tail_follow_needs_a_server(cli):
+    result = cli("stream", "tail", "t", "--follow", code=1)
+    assert "--follow needs --endpoint" in result.stderr

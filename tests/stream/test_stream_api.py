@@ -333,3 +333,34 @@ def test_a_trim_cut_short_never_hands_a_seq_out_again(open_db, engine_name, monk
     db.table("t").put_row(("b", 1), {"x": 1})
     [record] = drain(db, db.list_stream()[0].stream_id)
     assert record.sequence == 6  # after the five trimmed ones, not 1 again
+
+
+def test_an_iterator_behind_a_trim_gets_trimmed_data_access(db):
+    """A reader whose next records were trimmed is told so (OTSTrimmedDataAccess), not handed
+    the later records as if nothing was missed; TRIM_HORIZON then starts after the trim."""
+    import time
+
+    from widetable.errors import TrimmedDataAccess
+
+    db.create_table("t", PK, stream=True, stream_retention=1)
+    t = db.table("t")
+    for i in range(5):
+        t.put_row(("a", i), {"x": i})
+    sid = db.list_stream()[0].stream_id
+    behind = db.get_shard_iterator(sid, 0)
+    page = db.get_stream_record(behind, limit=2)
+    assert [r.sequence for r in page.records] == [1, 2]
+    time.sleep(1.1)
+    assert db.trim_change_log() == 5
+    t.put_row(("a", 5), {"x": 5})
+    for it in (behind, page.next_iterator, db.get_shard_iterator(sid, 0, 3)):
+        with pytest.raises(TrimmedDataAccess, match="after sequence .* up to 5 .* trimmed"):
+            db.get_stream_record(it)
+    assert [r.sequence for r in db.get_stream_record(db.get_shard_iterator(sid, 0)).records] == [6]
+    assert [r.sequence for r in db.get_stream_record(db.get_shard_iterator(sid, 0, 6)).records] == [6]
+    # Turned off and on: a new stream; the old one's trim marks go with its records.
+    db.update_table("t", stream=False)
+    db.update_table("t", stream=True)
+    t.put_row(("a", 6), {"x": 6})
+    sid = db.list_stream()[0].stream_id
+    assert [r.sequence for r in db.get_stream_record(db.get_shard_iterator(sid, 0)).records] == [7]

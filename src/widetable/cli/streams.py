@@ -4,11 +4,13 @@ store or (``--endpoint``) from a running server, which holds the store's lock.""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from typing import Annotated
 
 import typer
 
+from ..errors import TrimmedDataAccess
 from .app import DataOpt, EndpointOpt, app, guarded, open_target
 from .literals import CliError, pk_to_json, to_json
 
@@ -30,7 +32,13 @@ def tail(
     """Print the change records of TABLE as JSON lines: parents' shards before children's.
 
     A store served by `widetable serve` is locked by the server: read its stream
-    with --endpoint."""
+    with --endpoint. --follow needs --endpoint too: this command locks a local
+    store, so no other process could write the records it waits for. Records
+    trimmed past retention before they were read are reported on stderr, and the
+    shard goes on from its oldest kept record."""
+    if follow and endpoint is None:
+        raise CliError("--follow needs --endpoint (a served store): a local store is locked by "
+                       "this command, so no other process can write to it while it follows")
     with open_target(ctx, data, endpoint) as db:
         streams = db.list_stream(table)
         if not streams:
@@ -55,7 +63,14 @@ def tail(
                 if it == "":
                     start = "LATEST" if shard.shard_id in at_start else "TRIM_HORIZON"
                     it = db.get_shard_iterator(sid, shard.shard_id, start)
-                page = db.get_stream_record(it, limit=min(1000, limit - printed))
+                try:
+                    page = db.get_stream_record(it, limit=min(1000, limit - printed))
+                except TrimmedDataAccess as exc:  # fell behind retention: say so, go on
+                    print(f"warning: shard {shard.shard_id}: {exc.message}; records were missed",
+                          file=sys.stderr)
+                    iterators[shard.shard_id] = db.get_shard_iterator(sid, shard.shard_id)
+                    progressed = True
+                    continue
                 for rec in page.records:
                     print(json.dumps({
                         "seq": rec.sequence, "shard": rec.shard, "op": rec.operation,

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Self, TypeVar
 
-from ..db import MAX_STREAM_RETENTION, TableDescription
+from ..db import MAX_STREAM_RETENTION, TableDescription, check_flag
 from ..errors import NotSupported, ParameterInvalid, WidetableError, describe
 from ..index.manager import IndexDescription
 from ..partition.retry import Retrier
@@ -123,6 +123,7 @@ class RemoteDatabase:
         pools read + write); the others are server-side settings (``serve --capacity``).
         ``stream_retention`` travels in hours, as Tablestore's protocol counts it: it
         must be a whole number of hours."""
+        check_flag(stream, "stream")
         reserved = _reserved(partition_options)
         req = pb.CreateTableRequest()
         req.table_meta.table_name = name if isinstance(name, str) else describe(name)
@@ -199,6 +200,7 @@ class RemoteDatabase:
         """Change table options; of the partition options only ``reserved_throughput`` travels.
         ``stream_retention`` (whole hours, in seconds) travels with ``stream``: changing it
         alone sends the table's current ``stream`` setting with it."""
+        check_flag(stream, "stream", optional=True)
         reserved = _reserved(partition_options)
         req = pb.UpdateTableRequest(table_name=name)
         if stream is None and stream_retention is not None:
@@ -232,6 +234,8 @@ class RemoteDatabase:
         """Create a secondary index (see :meth:`widetable.Database.create_index`) and return
         it for reading. A global index is eventually consistent: poll it, or read
         ``describe_table(table).indexes``. ``progress`` has no effect remotely."""
+        check_flag(include_base_data, "include_base_data")
+        check_flag(progress, "progress", optional=True)
         kind = str(getattr(index_type, "value", index_type)).upper()
         codes = convert.INDEX_TYPE_CODES.get(kind)
         if codes is None:
@@ -239,7 +243,7 @@ class RemoteDatabase:
         for what, names in (("primary_key", primary_key), ("defined_columns", defined_columns or [])):
             if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
                 raise ParameterInvalid(f"{what} must be a list of column names, got {describe(names)}")
-        req = pb.CreateIndexRequest(main_table_name=table, include_base_data=bool(include_base_data))
+        req = pb.CreateIndexRequest(main_table_name=table, include_base_data=include_base_data)
         req.index_meta.name = name if isinstance(name, str) else describe(name)
         req.index_meta.primary_key.extend(primary_key)
         req.index_meta.defined_column.extend(defined_columns or [])
@@ -505,7 +509,7 @@ def _fill_defined(meta, defined_columns: list | None) -> None:
 
 def _fill_stream_spec(spec, stream: object, retention: int | None) -> None:
     """A StreamSpecification: on or off, and the retention in hours (it must be whole hours)."""
-    spec.enable_stream = bool(stream)
+    spec.enable_stream = stream
     if retention is not None:
         if type(retention) is not int or retention <= 0 or retention % 3600:
             raise ParameterInvalid(

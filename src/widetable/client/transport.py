@@ -37,7 +37,7 @@ _CLASSES: dict[str, type[WidetableError]] = {
         errs.ParameterInvalid, errs.InvalidPK, errs.ObjectNotExist, errs.ObjectAlreadyExist,
         errs.ConditionCheckFail, errs.OutOfColumnCountLimit, errs.OutOfRowSizeLimit,
         errs.ServerBusy, errs.PartitionUnavailable, errs.RowOperationConflict,
-        errs.SessionNotExist, errs.NotSupported,
+        errs.SessionNotExist, errs.NotSupported, errs.TrimmedDataAccess,
     )
 }
 

@@ -21,6 +21,7 @@ STATUS = {
     "OTSOutOfColumnCountLimit": 400,
     "OTSOutOfRowSizeLimit": 400,
     "OTSNotSupported": 400,
+    "OTSTrimmedDataAccess": 400,
     UNSUPPORTED_OPERATION: 400,
     AUTH_FAILED: 403,
     "OTSConditionCheckFail": 403,

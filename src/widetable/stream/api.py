@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import msgpack
 
-from ..errors import ObjectNotExist, ParameterInvalid, describe
+from ..errors import ObjectNotExist, ParameterInvalid, TrimmedDataAccess, describe
 from ..keys import layout
 from . import log
 from .log import StreamRecord
@@ -129,8 +129,8 @@ def get_shard_iterator(db, stream_id: str, shard_id: object, position: object) -
         raise ParameterInvalid(f"stream {stream_id!r} has no shard {describe(shard_id)}")
     check_position(position)
     since = table.schema.stream_since
-    if position == "TRIM_HORIZON":
-        after = since or -1
+    if position == "TRIM_HORIZON":  # the oldest record retention has kept
+        after = max(since or -1, log.trim_mark(db._engine, table.schema.table_id, shard_id))
     elif position == "LATEST":
         after = table._changes.seq if table._changes is not None else 0
     else:
@@ -164,8 +164,13 @@ def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
     feed = table._changes
     if closed and feed is not None:
         feed.barrier()  # no write can still be on its way into a closed shard
-    records: list[StreamRecord] = []
     engine = db._engine
+    trimmed = log.trim_mark(engine, table_id, shard)
+    if after < trimmed:
+        raise TrimmedDataAccess(
+            f"the records of shard {shard} after sequence {after} up to {trimmed} are past the "
+            f"stream's retention and were trimmed; start again from TRIM_HORIZON")
+    records: list[StreamRecord] = []
     more = False
     size = 0
     for key, value in engine.scan(*layout.change_log_range(table_id, shard, after)):

@@ -131,18 +131,29 @@ def first_seq(engine, table_id: int, shard: int, after: int = -1) -> tuple[int, 
 
 def trim_shard(engine, table_id: int, shard: int, cutoff_ms: int, keep_after: int | None) -> int:
     """Delete the records of ``shard`` committed before ``cutoff_ms``, but none with
-    seq > ``keep_after`` (a consumer has not applied them). Returns records dropped."""
+    seq > ``keep_after`` (a consumer has not applied them), and raise the shard's trim
+    mark to the last one dropped, in the same batch. Returns records dropped."""
     lo, hi = layout.change_log_range(table_id, shard)
     end = None
     dropped = 0
+    last = -1
     for key, value in engine.scan(lo, hi):
         seq = int.from_bytes(key[9:17], "big")
         if (keep_after is not None and seq > keep_after) or unpack(value)[1] >= cutoff_ms:
             end = key
             break
         dropped += 1
+        last = seq
     if dropped:
         batch = engine.batch()
         batch.delete_range(lo, end if end is not None else hi)
+        batch.put(layout.checkpoint_key(table_id, shard), last.to_bytes(8, "big"))
         engine.write(batch)
     return dropped
+
+
+def trim_mark(engine, table_id: int, shard: int) -> int:
+    """The last seq trimmed from ``shard`` (-1: none): the checkpoint stored under the
+    table's own id (an index's checkpoints are under the index's id, never a table's)."""
+    raw = engine.get(layout.checkpoint_key(table_id, shard))
+    return -1 if raw is None else int.from_bytes(raw, "big")
