@@ -7,8 +7,9 @@ import random
 import pytest
 
 from widetable.errors import InvalidPK
-from widetable.index.schema import IndexCodec, check_index, compile_key_encoder
+from widetable.index.schema import IndexCodec, check_index
 from widetable.keys import codec
+from widetable.keys.compiled import compile_key_encoder
 from widetable.table import rowcodec
 from widetable.table.schema import TableOptions, TableSchema
 

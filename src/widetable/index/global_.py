@@ -42,11 +42,12 @@ from operator import itemgetter
 import msgspec
 
 from ..keys import layout
+from ..keys.compiled import compile_key_encoder
 from ..stream import log
 from ..stream.feed import NO_IMAGE
 from ..table import rowcodec
 from ..table.values import now_ms
-from .schema import IndexCodec, compile_key_encoder
+from .schema import IndexCodec
 
 GROUP = 2000  # records applied in one engine batch (per shard, when reading the log)
 TAIL_TRIM = 4096  # tail records applied by every index before the tail forgets them

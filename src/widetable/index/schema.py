@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from ..errors import InvalidPK, ParameterInvalid, describe
 from ..keys import codec, layout
+from ..keys.compiled import Slow, join_code, tuple_code
 from ..table import rowcodec
 from ..table.schema import GLOBAL, LOCAL, IndexSpec, TableSchema, check_name
 
@@ -85,61 +86,6 @@ def index_schema(base: TableSchema, spec: IndexSpec) -> TableSchema:
     return TableSchema(spec.name, spec.table_id, pk, replace(base.options), spec.created_at)
 
 
-class _Slow(Exception):
-    """A key value the compiled encoder leaves to the reference one."""
-
-
-def _tuple_code(exprs: list[tuple[str, str, bool]], out: list[str],
-                indent: str) -> list[bytes | str]:
-    """Code lines encoding ``(python expression, key type, checked)`` triples into locals;
-    returns the parts of the encoding in order: constant bytes, or the name of a local
-    holding bytes. Values must already have their Python type; ``checked`` ones have
-    passed ``keys.codec``'s limits already (values of a base row's key)."""
-    parts: list[bytes | str] = []
-    for i, (expr, kind, checked) in enumerate(exprs):
-        b = f"_k{i}"
-        if kind == codec.STRING or kind == codec.BINARY:
-            out.append(f"{indent}{b} = {expr}" + (".encode()" if kind == codec.STRING else ""))
-            if not checked:
-                out.append(f"{indent}if len({b}) > {codec.MAX_KEY_VALUE_BYTES}: raise _Slow")
-            # ``0 in b`` (an int) is memchr; ``b"\0" in b`` costs ten times more.
-            out.append(f"{indent}if 0 in {b}: {b} = {b}.replace(b'\\x00', b'\\x00\\xff')")
-            parts += [b"\x02" if kind == codec.STRING else b"\x01", b, b"\x00"]
-        else:
-            if not checked:
-                out.append(
-                    f"{indent}if not {codec.INT64_MIN} <= {expr} <= {codec.INT64_MAX}: raise _Slow")
-            out.append(f"{indent}{b} = ({expr} + {2**63}).to_bytes(8, 'big')")
-            parts += [b"\x15", b]
-    return parts
-
-
-def _join_code(parts: list[bytes | str]) -> str:
-    """An expression joining ``parts`` (see :func:`_tuple_code`), adjacent constants merged."""
-    merged: list[bytes | str] = []
-    for part in parts:
-        if type(part) is bytes and merged and type(merged[-1]) is bytes:
-            merged[-1] += part  # type: ignore[operator]
-        else:
-            merged.append(part)
-    return "b''.join((" + "".join(
-        f"{p!r}, " if type(p) is bytes else f"{p}, " for p in merged) + "))"
-
-
-def compile_key_encoder(types: tuple[str, ...]):
-    """``encode(pk tuple) -> bytes`` for key tuples already validated against ``types``
-    (decoded from stored rows); the same bytes as ``keys.codec``'s encoders."""
-    lines = ["def encode(pk):", "    try:"]
-    body: list[str] = []
-    parts = _tuple_code([(f"pk[{i}]", t, False) for i, t in enumerate(types)], body, "        ")
-    lines += body + [f"        return {_join_code(parts)}",
-                     "    except (_Slow, UnicodeEncodeError):",
-                     "        return _slow(pk, _types)"]
-    ns = {"_Slow": _Slow, "_slow": codec.encode_tuple, "_types": types}
-    exec("\n".join(lines), ns)  # noqa: S102 - generated from the schema's types only
-    return ns["encode"]
-
-
 def compile_entry(prefix: bytes, sources: list, attrs: tuple, slow):
     """The entry function of one index: ``sources`` lists, per index key column,
     ``(base key position, None, type)`` or ``(None, attribute column, type)``. Rows passed to
@@ -157,8 +103,8 @@ def compile_entry(prefix: bytes, sources: list, attrs: tuple, slow):
         values.append((v, kind, pos is not None))
     body: list[str] = []
     lines.append("    try:")
-    parts = _tuple_code(values, body, "        ")
-    lines += body + [f"        key = {_join_code([prefix, *parts])}",
+    parts = tuple_code(values, body, "        ")
+    lines += body + [f"        key = {join_code([prefix, *parts])}",
                      "    except (_Slow, UnicodeEncodeError):",
                      "        return _slow(row)"]
     vals = "[" + ", ".join(v for v, _, _ in values) + "]"
@@ -172,7 +118,7 @@ def compile_entry(prefix: bytes, sources: list, attrs: tuple, slow):
                   "    if type(stamps) is not int:",
                   "        return key, _encode_latest(" + vals + ", cols, {n: stamps[n] for n in cols})",
                   "    return key, _pack((1, " + vals + ", cols, stamps if cols else {}, None))"]
-    ns = {"_Slow": _Slow, "_slow": slow, "_prefix": prefix, "_pack": rowcodec.pack,
+    ns = {"_Slow": Slow, "_slow": slow, "_prefix": prefix, "_pack": rowcodec.pack,
           "_encode_latest": rowcodec.encode_latest, "_M": object()}
     exec("\n".join(lines), ns)  # noqa: S102 - generated from the index declaration only
     return ns["entry"]

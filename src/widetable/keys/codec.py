@@ -40,7 +40,8 @@ CODE_INTEGER = 0x15  # DO NOT CHANGE: embedded in on-disk data
 MAX_KEY_VALUE_BYTES = 1024
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-_INT_OFFSET = 2**63
+INT_OFFSET = 2**63  # an INTEGER is stored as value + INT_OFFSET, unsigned
+_INT_OFFSET = INT_OFFSET
 
 
 class _Infinity:
@@ -65,7 +66,8 @@ INF_MAX = _Infinity("INF_MAX", 1)
 _STRING_HEAD = bytes([CODE_STRING])
 _BINARY_HEAD = bytes([CODE_BINARY])
 _INTEGER_HEAD = bytes([CODE_INTEGER])
-_TERMINATOR = b"\x00"
+TERMINATOR = b"\x00"  # ends a STRING or BINARY value (whose 0x00 bytes are escaped 0x00 0xFF)
+_TERMINATOR = TERMINATOR
 
 
 def encode_string(value: str) -> bytes:
