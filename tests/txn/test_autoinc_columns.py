@@ -83,6 +83,23 @@ def test_concrete_value_writes_that_row_and_raises_the_counter(table):
     assert t.put_row(("u", AUTO_INCREMENT), {"v": 4}).primary_key[1] == 2**62 + 1
 
 
+def test_rows_updates_create_are_never_overwritten_by_assigned_values(db, table):
+    """update_row (alone or in a batch) may create a row with a concrete key: values given
+    out later land above it (the stored counter is raised) instead of replacing it."""
+    t = table(pk=PK)
+    t.update_row(("u", 2**62), put={"v": "update"})
+    db.batch_write_row([(t.name, "update", ("u", 2**62 + 1), {"put": {"v": "batch"}})])
+    t.update_row(("u", 5), put={"v": "low"})  # below the counter: it stays as it is
+    assigned = t.put_row(("u", AUTO_INCREMENT), {"v": "new"}).primary_key
+    assert assigned == ("u", 2**62 + 2)
+    assert [t.get_row(("u", v))["v"] for v in (2**62, 2**62 + 1, 5)] == ["update", "batch", "low"]
+    stored = db._engine.get(autoinc.counter_key(t, "u"))
+    assert autoinc.decode_counter(stored) == 2**62 + 2
+    with pytest.raises(WidetableError, match="must be INTEGER, got _AutoIncrement") as exc:
+        t.update_row(("u", AUTO_INCREMENT), put={"v": 1})
+    assert exc.value.code == "OTSInvalidPK"
+
+
 def test_placeholder_only_where_a_value_is_assigned(table):
     t = table(pk=PK)
     t2 = table(pk=[("a", "STRING"), ("b", "INTEGER"), ("seq", AUTO_INCREMENT)])

@@ -8,7 +8,10 @@ first key column), as in Tablestore; values are not consecutive.
 The value is ``max(last + 1, now in microseconds)``. ``last`` is kept per
 (table, partition-key value) in the auto-increment keyspace (``layout``) and
 is written in the same engine batch as the row, so a value that a crash could
-hand out again never reached a row. Values are assigned under a per-counter
+hand out again never reached a row. A row written with a concrete value above
+the counter raises it: a put in the row's batch, an update (which may create
+the row) just before the row's write, under the counter's lock, so no value
+given out later lands on it. Values are assigned under a per-counter
 lock, taken before the row's lock (never the other way round).
 """
 
@@ -134,3 +137,20 @@ def put_row(table: Table, pk: object, columns: object, condition: object) -> Wri
     table._record_write(part, key, len(blob), None)
     return WriteResult(pk_tuple)
 
+
+
+def update_row(table: Table, pk: object, *changes: object) -> WriteResult:
+    """``Table.update_row`` for a table with an auto-increment column: the key is concrete
+    (AUTO_INCREMENT is for put_row), and a value above the counter raises it first, so
+    values given out later never land on the row this update may create. Should the
+    update then be refused, the counter stays raised: values only skip some numbers."""
+    pk_tuple, _ = table._key(pk)  # a concrete, valid key (the codec refuses AUTO_INCREMENT)
+    counters = table._db._autoinc
+    ckey = counter_key(table, pk_tuple[0])
+    value = pk_tuple[table._auto_index]  # type: ignore[index]
+    with counters.lock(ckey):
+        last = counters.last(ckey)
+        if last is None or value > last:
+            table._engine.put(ckey, encode_counter(value))
+            counters.note(ckey, value)
+        return table._update_row(pk_tuple, *changes)

@@ -360,6 +360,10 @@ class Table:
         if kind is tuple or kind is list:  # the usual bound, tested first: Mapping's check is slow
             vals = list(values)
         elif isinstance(values, Mapping):
+            unknown = [n for n in values if n not in self._names]
+            if unknown:
+                raise InvalidPK(f"range bound {describe(values)} names {describe(unknown[0])}, "
+                                f"not one of the key columns {list(self._names)}")
             vals = [values.get(n, pad) for n in self._names]
         elif isinstance(values, (tuple, list)):
             vals = list(values)
@@ -497,6 +501,13 @@ class Table:
         carries the new value of each incremented column. A row left with no
         cells is deleted.
         """
+        if self._auto_index is not None:  # the key may have to raise the auto-increment counter
+            return autoinc.update_row(self, pk, put, delete_version, delete_column, increment,
+                                      condition)
+        return self._update_row(pk, put, delete_version, delete_column, increment, condition)
+
+    def _update_row(self, pk: object, put: object, delete_version: object, delete_column: object,
+                    increment: object, condition: object) -> WriteResult:
         values, key = self._key(pk)
         now = now_ms()
         puts = normalize_cells(put, now, self._options.max_time_deviation, "put")
