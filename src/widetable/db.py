@@ -7,6 +7,7 @@ a table is one range delete and a new table of the same name starts empty.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -478,6 +479,9 @@ class Database:
         """Windowed per-partition counters of ``name`` as plain data (Key Visualizer input):
         ``{"buckets": [{"start", "seconds", "partitions": [...]}], "summary": {...}}``.
         ``since``/``until`` are unix seconds; the open bucket is included."""
+        for what, value in (("since", since), ("until", until)):
+            if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+                raise ParameterInvalid(f"{what} must be unix seconds or None, got {describe(value)}")
         return self._partitions.stats(self.table(name), since, until)
 
     def compute_split_points_by_size(self, name: str, split_size: int) -> list:
@@ -496,6 +500,10 @@ class Database:
         """Iterate every row of ``name``, scanning its partitions on ``workers`` threads;
         in key order if ``ordered``, else as they come. ``read_options``: columns, filter,
         max_versions."""
+        unknown = sorted(set(read_options) - {"columns", "filter", "max_versions"})
+        if unknown:
+            raise ParameterInvalid(f"parallel_scan takes columns, filter and max_versions, "
+                                   f"not {describe(unknown[0])}")
         table = self.table(name)
         return partition_scan.parallel_scan(
             table, self._partitions.partitions(table), workers, ordered, **read_options
@@ -621,11 +629,15 @@ def open(
 
     ``engine="memory"`` (or ``path=":memory:"``) gives a store that lives only
     in this process. ``sync=True`` fsyncs every write for power-loss
-    durability. Expired cells are purged every ``purge_interval`` seconds.
+    durability. Expired cells are purged every ``purge_interval`` seconds, and
+    partitions split, merge and roll their statistics every
+    ``maintenance_interval`` seconds (None turns either off).
     ``cache_mb``: RocksDB's block cache, in MB (default 256, filled only as
     data is read; 0 turns it off).
     """
-    if purge_interval is not None and purge_interval <= 0:
-        raise ParameterInvalid(f"purge_interval must be > 0 seconds, got {purge_interval!r}")
+    for what, value in (("purge_interval", purge_interval),
+                        ("maintenance_interval", maintenance_interval)):
+        if value is not None and (type(value) not in (int, float) or not 0 < value < math.inf):
+            raise ParameterInvalid(f"{what} must be seconds > 0 or None (off), got {describe(value)}")
     return Database(open_engine(path, engine, sync, cache_mb), purge_interval,
                     maintenance_interval)

@@ -178,6 +178,8 @@ def parse_write_item(item: object) -> tuple:
         raise ParameterInvalid(f"batch_write_row op must be put, update or delete, got {describe(op)}")
     if op == "update" and (not isinstance(payload, Mapping) or set(payload) - set(_UPDATE_PARTS)):
         raise ParameterInvalid(f"an update's payload must be a dict of {_UPDATE_PARTS}, got {describe(payload)}")
+    if op == "delete" and payload is not None and not (isinstance(payload, Mapping) and not payload):
+        raise ParameterInvalid(f"a delete carries no payload (None), got {describe(payload)}")
     return name, op, pk, payload, condition
 
 

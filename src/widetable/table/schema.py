@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 
@@ -12,6 +13,7 @@ from ..keys.codec import PK_TYPES
 MAX_PK_COLUMNS = 4
 DEFAULT_MAX_TIME_DEVIATION = 86400  # seconds, Tablestore's default
 FOREVER = -1
+INT32_MAX = 2**31 - 1  # Tablestore's protocol carries versions and seconds as int32
 DEFAULT_SPLIT_SIZE = 10 * 2**30  # 10 GB, as Tablestore
 DEFAULT_MERGE_SIZE = 2**30
 
@@ -71,16 +73,21 @@ class TableOptions:
     def checked(self) -> TableOptions:
         for name in PARTITION_OPTIONS:
             value = getattr(self, name)
-            if type(value) not in (int, float) or value < 0 or (name == "split_size" and value <= 0):
-                raise ParameterInvalid(f"{name} must be a number >= 0, got {describe(value)}")
+            # ``not value >= 0`` also refuses NaN (which compares false with everything, and
+            # would leave a token bucket empty for good); infinity is no finite setting either.
+            if (type(value) not in (int, float) or not 0 <= value < math.inf
+                    or (name == "split_size" and value <= 0)):
+                raise ParameterInvalid(f"{name} must be a finite number >= 0, got {describe(value)}")
         mv, ttl, dev = self.max_versions, self.ttl, self.max_time_deviation
-        if type(mv) is not int or not 1 <= mv <= 2**31 - 1:
+        if type(mv) is not int or not 1 <= mv <= INT32_MAX:
             raise ParameterInvalid(f"max_versions must be a positive integer, got {describe(mv)}")
-        if type(ttl) is not int or not (ttl == FOREVER or ttl > 0):
-            raise ParameterInvalid(f"ttl must be -1 (forever) or seconds > 0, got {describe(ttl)}")
-        if type(dev) is not int or dev <= 0:
+        # Seconds travel as int32 in Tablestore's protocol: the same bounds here.
+        if type(ttl) is not int or not (ttl == FOREVER or 0 < ttl <= INT32_MAX):
             raise ParameterInvalid(
-                f"max_time_deviation must be seconds > 0, got {describe(dev)}"
+                f"ttl must be -1 (forever) or seconds from 1 to {INT32_MAX}, got {describe(ttl)}")
+        if type(dev) is not int or not 0 < dev <= INT32_MAX:
+            raise ParameterInvalid(
+                f"max_time_deviation must be seconds from 1 to {INT32_MAX}, got {describe(dev)}"
             )
         return self
 
