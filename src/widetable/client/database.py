@@ -431,13 +431,38 @@ class RemoteDatabase:
         found = self._over_native(lambda native: native.get_stream_record(iterator, limit))
         return streams.get_stream_record(self._call, iterator, limit) if found is None else found
 
-    def compute_split_points_by_size(self, name: str, split_size: int) -> list[tuple]:
-        """Split points (key prefixes) of about ``split_size`` bytes apart."""
-        req = pb.ComputeSplitPointsBySizeRequest(table_name=name, split_size=max(1, split_size),
-                                                 split_size_unit_in_byte=1)
+    def compute_split_points_by_size(self, name: str, split_size: int) -> list:
+        """Ranges of about ``split_size`` bytes covering the table, as the embedded
+        ``Database.compute_split_points_by_size``: the same ``SplitRange`` list (``start``,
+        ``end``, ``location``) and the same check of ``split_size``.
+
+        One difference: ``size`` is None. Tablestore's answer carries the split points
+        and each range's location, not the estimated bytes in each range.
+        """
+        from ..keys import codec
+        from ..partition.scan import SplitRange
+
+        if type(split_size) is not int or split_size <= 0:
+            # Checked here, as the embedded store does, so that 0 or a float is refused
+            # and not sent as something else (the field is an int64 count of bytes).
+            raise ParameterInvalid(
+                f"split_size must be a positive number of bytes, got {describe(split_size)}")
+        req = pb.ComputeSplitPointsBySizeRequest(
+            table_name=name, split_size=min(split_size, 2**63 - 1),  # an int64; more: one range too
+            split_size_unit_in_byte=1)
         resp = pb.ComputeSplitPointsBySizeResponse.FromString(
             self._call("ComputeSplitPointsBySize", req))
-        return [tuple(v for _, v in plainbuffer.decode_row(p).primary_key) for p in resp.split_points]
+        arity = len(resp.schema)
+        bounds = [(codec.INF_MIN,) * arity]
+        for point in resp.split_points:  # trailing -inf is omitted on the wire: put it back
+            values = tuple(v for _, v in plainbuffer.decode_row(point).primary_key)
+            bounds.append(values + (codec.INF_MIN,) * (arity - len(values)))
+        bounds.append((codec.INF_MAX,) * arity)
+        locations = [int(loc.location) if loc.location.isdigit() else loc.location
+                     for loc in resp.locations for _ in range(max(1, loc.repeat))]
+        return [SplitRange(bounds[i], bounds[i + 1],
+                           locations[i] if i < len(locations) else None, None)  # type: ignore[arg-type]
+                for i in range(len(bounds) - 1)]
 
 
 # A RowInBatchWriteRowRequest of a put without condition, without its row_change (field 2).

@@ -8,7 +8,8 @@ What a request may look like; anything else is answered (400, 413, 431, or
     request-line = method SP target SP ( "HTTP/1.1" | "HTTP/1.0" ) CRLF
     header       = name ":" [ SP / HTAB ] value [ SP / HTAB ]
                    ; name without surrounding space, no folded (obsolete) lines, no bare LF
-    body         = exactly Content-Length bytes (0 if absent); chunked is refused
+    body         = exactly Content-Length bytes (0 if absent); chunked is refused,
+                   as are repeated Content-Length headers that differ
 
 * Limits: the request line and headers 64 KiB and 100 headers (431), the body
   5 MB (413, refused from ``Content-Length`` before any of it is read).
@@ -16,8 +17,9 @@ What a request may look like; anything else is answered (400, 413, 431, or
   ``Connection: keep-alive``. A connection's requests are answered in order,
   one at a time; pipelined requests wait in its buffer.
 * ``Expect: 100-continue`` gets ``100 Continue`` before the body is read.
-* A client that half-closes (shuts down its sending side) after a request
-  still gets the answer over plain TCP; then the connection closes.
+* A client that half-closes (shuts down its sending side) still gets, over
+  plain TCP, an answer to every whole request it sent before; then the
+  connection closes.
 * Back pressure: reading pauses while a request is served and more than
   256 KiB wait behind it, or while the transport's write buffer is full.
 
@@ -86,7 +88,16 @@ def parse_head(head: str) -> Request:
         name, colon, value = line.partition(":")
         if not colon or not name or name.strip() != name:  # also a folded line: " name"
             raise BadRequest(400, f"bad header line {line[:64]!r}")
-        headers[name.lower()] = value.strip(" \t")
+        name, value = name.lower(), value.strip(" \t")
+        if name == "content-length":
+            later = headers.get(name)
+            if later is not None and later != value:
+                # Which one frames the body? A proxy in front may have picked the other,
+                # and the rest of the body would then run as a request of its own
+                # (request smuggling): refuse, and close (RFC 9112 section 6.3).
+                raise BadRequest(400, f"conflicting Content-Length values {value[:32]!r} "
+                                      f"and {later[:32]!r}")
+        headers[name] = value
     connection = headers.get("connection")
     if connection is not None:
         connection = connection.lower()
@@ -232,9 +243,11 @@ class Connection(FramedConnection):
         self.connections.add(self)
 
     def eof_received(self) -> bool | None:
-        if self.busy and not self._tls:  # TLS cannot stay half-open
+        # Not busy and not paused for writing: every whole request received has been
+        # answered, and what is left in the buffer can no longer become one.
+        if (self.busy or self._write_paused) and not self._tls:  # TLS cannot stay half-open
             self._eof = True
-            return True  # keep the transport open to write the answer; close after it
+            return True  # keep the transport open to answer what came before; close after
         return None
 
     # -- requests ---------------------------------------------------------------------
@@ -252,6 +265,15 @@ class Connection(FramedConnection):
         self.busy = True
         self.service.handle(self, request)
         return True
+
+    def _pump(self) -> None:
+        """As any connection's; then, after a half-close, close once the whole requests
+        received before it are all answered (the rest of the buffer can never become
+        one). A request on the pool, or a full write buffer, leaves them for later:
+        its answer (``respond``) or ``resume_writing`` pumps again."""
+        super()._pump()
+        if self._eof and not (self.busy or self._write_paused or self._pumping or self.closing):
+            self.close()
 
     def _next(self) -> Request | None:
         """The next whole request in the buffer, or None until more bytes arrive."""
@@ -289,17 +311,19 @@ class Connection(FramedConnection):
             self.closing = True
             return
         transport.write(data)
-        if close or self._eof or self.service.draining:
+        if close or self.service.draining:
             self.close()
             return
         self.busy = False
-        if not self._pumping:
+        if not self._pumping:  # else the pump that framed this request goes on after it
             self._pump()
 
     def hand_off(self, answer: bytes) -> bytes | bytearray:
         """Write ``answer`` (a ``101 Switching Protocols``) and stop framing HTTP: the
         caller gives the transport another protocol. Returns the bytes received
-        after the upgrade request, which belong to that protocol."""
+        after the upgrade request, which belong to that protocol. Reading or writing
+        may be paused (back pressure); that protocol takes the pause over, as nothing
+        here will resume it (``native.switch``)."""
         self.last_active = time.monotonic()
         self.transport.write(answer)  # type: ignore[union-attr]
         self.busy = True  # for good: nothing more is framed here

@@ -69,7 +69,7 @@ from google.protobuf.message import DecodeError
 from ..db import Database
 from ..errors import ParameterInvalid, WidetableError
 from ..keys import codec
-from ..table.batch import MAX_BATCH_WRITE, _check_count, parse_write_item
+from ..table.batch import MAX_BATCH_GET, MAX_BATCH_WRITE, _check_count, parse_write_item
 from ..table.filters import Condition
 from ..table.table import Table
 from . import convert, rows
@@ -262,6 +262,10 @@ def _error_out(error: Exception | None) -> list | None:
 
 
 def _batch_get_row(db: Database, items) -> object:
+    # The items are looked into (for a filter) before the library checks them: check
+    # their count and type first, as the library would, so that a frame whose items
+    # are not an array is answered OTSParameterInvalid rather than an internal error.
+    _check_count(items, MAX_BATCH_GET, "batch_get_row")
     requests = []
     for item in items:
         if type(item) is tuple and len(item) == 3 and type(item[2]) is dict and "filter" in item[2]:
@@ -274,13 +278,13 @@ def _batch_get_row(db: Database, items) -> object:
 
 
 def _batch_write_row(db: Database, items, txn) -> object:
+    _check_count(items, MAX_BATCH_WRITE, "batch_write_row")  # before looking into the items
     requests = []
     for item in items:
         if type(item) is tuple and len(item) == 5:
             item = (*item[:4], _condition(item[4]))
         requests.append(item)
     if txn:
-        _check_count(requests, MAX_BATCH_WRITE, "batch_write_row")
         parsed = [parse_write_item(item) for item in requests]
         out = []
         for (name, op, pk, _, _), (result, error) in zip(
@@ -489,8 +493,17 @@ def switch(conn, service, leftover: bytes | bytearray) -> None:
     ``leftover``: bytes it had received after the upgrade request."""
     transport = conn.transport
     native = NativeConnection(service, transport, conn.connections, conn.peer)
+    # The transport's back pressure outlives the protocol: reading may have been paused
+    # by the HTTP side (more than READ_AHEAD piled up behind a request on the pool, or
+    # its write buffer was full), which will never resume it now that it is busy for
+    # good. The native side takes the pause over and resumes reading as its own buffer
+    # and write buffer allow; a paused write buffer resumes it through
+    # ``resume_writing``, which the transport now calls on the native side.
+    native._read_paused = conn._read_paused
+    native._write_paused = conn._write_paused
     conn.connections.discard(conn)
     conn.connections.add(native)
     transport.set_protocol(native)
     if leftover:
         native.data_received(bytes(leftover))
+    native._pump()  # frames the rest and resumes reading unless a call is on the pool
