@@ -176,6 +176,18 @@ def test_separator_order() -> None:
     assert "separator-order" not in fired(good)
 
 
+def test_keys_concat_keys_with_hyphenated_data_are_not_misread() -> None:
+    """'-' in every value ties with ','; the data's '-' is not the separator keys.concat used."""
+    from widetable.design.rules.encoding import detect_separator
+    from widetable.keys import builders
+
+    values = [builders.concat(f"user-{i * 37 % 1000}", i) for i in range(300)]
+    assert detect_separator(values) == ","
+    assert "separator-order" not in fired(ev([(v, i) for i, v in enumerate(values)]))
+    steady = [f"a-{i}~x{i % 3 * '-z'}" for i in range(300)]  # one '~' each, '-' varies
+    assert detect_separator(steady) == "~"
+
+
 def test_long_keys() -> None:
     assert "long-keys" in fired(ev([("x" * 150 + str(i), i) for i in range(100)]))
     assert "long-keys" not in fired(ev(GOOD))
@@ -188,6 +200,25 @@ def test_hash_prefix_with_range_scans() -> None:
     assert "hash-prefix-with-range-scans" in fired(ev(hashed, range_scans=True))
     assert "hash-prefix-with-range-scans" not in fired(ev(hashed, range_scans=False))
     assert "hash-prefix-with-range-scans" not in fired(ev(GOOD, range_scans=True))
+
+
+def test_hashed_binary_keys_report_their_hashed_fraction() -> None:
+    import hashlib
+
+    keys = [(hashlib.md5(str(i).encode()).digest(), i) for i in range(300)]
+    f = next(f for f in advise_evidence(ev(keys, pk=(("h", "BINARY"), ("b", "INTEGER")), range_scans=True)).findings
+             if f.rule == "hash-prefix-with-range-scans")
+    assert f.evidence["hashed_fraction"] == 1.0
+
+
+def test_reversed_timestamps_are_not_counted_as_timestamps() -> None:
+    from widetable.keys import builders
+
+    keys = [(builders.reverse_timestamp(1718000000123 + 1000 * i),) for i in range(500)]
+    f = next(f for f in advise_evidence(ev(keys, pk=(("rts", "INTEGER"),))).findings
+             if f.rule == "monotonic-first-key")
+    assert f.evidence["timestamp_like_fraction"] == 0.0
+    assert f.evidence["reversed_timestamp_fraction"] == 1.0 and f.severity == "critical"
 
 
 def test_wide_rows_and_oversized_cells() -> None:
@@ -215,7 +246,27 @@ def test_pii_in_keys() -> None:
     assert "pii-in-keys" not in fired(ev(GOOD))
 
 
+def test_millisecond_timestamps_are_not_phone_numbers() -> None:
+    """1713000123456 reads as country code 17 + 13000123456 unless times are set apart."""
+    pk = (("k", "STRING"), ("b", "INTEGER"))
+    for fmt in ("{t}", "{t}#dev{i}", "dev{i},{t}"):
+        keys = [(fmt.format(t=1713000123456 + 997 * i, i=i % 7), i) for i in range(200)]
+        assert "pii-in-keys" not in fired(ev(keys, pk=pk)), keys[0]
+    for phone in ("8613800138000", "+8613800138000", "86 13800138000", "+1713000123456"):
+        assert "pii-in-keys" in fired(ev([(phone, i) for i in range(100)], pk=pk)), phone
+
+
 def test_keys_file(tmp_path) -> None:
     p = tmp_path / "keys.jsonl"
     p.write_text('["a", 1]\n["b", 2]\n')
     assert read_keys_file(p) == [("a", 1), ("b", 2)]
+
+
+def test_keys_file_takes_binary_values_in_the_cli_form(tmp_path) -> None:
+    p = tmp_path / "keys.jsonl"
+    p.write_text('[{"$binary": "AP8="}, 1]\n{"$binary": "AAE="}\n')
+    assert read_keys_file(p) == [(b"\x00\xff", 1), (b"\x00\x01",)]
+    p.write_text('[{"$binary": "not base64!"}]\n')
+    with pytest.raises(widetable.WidetableError, match="not valid base64") as info:
+        read_keys_file(p)
+    assert info.value.code == "OTSParameterInvalid"

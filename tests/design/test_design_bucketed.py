@@ -53,3 +53,62 @@ def test_refuses_a_table_without_a_bucket_column(db) -> None:
     t = db.create_table("plain", [("k", "STRING")])
     with pytest.raises(WidetableError, match="not bucketed"):
         BucketedTable(t, 4)
+
+
+@pytest.fixture
+def ts4(db):
+    bt = BucketedTable.create(db, "ts4", [("ts", "INTEGER"), ("ip", "STRING")], buckets=4)
+    for i in range(40):
+        bt.put_row((i, f"ip{i % 3}"), {"v": i})
+    return bt
+
+
+@pytest.mark.parametrize("direction", ["backward", "BACKWARD"])
+def test_backward_reads_merge_newest_first(ts4, direction) -> None:
+    """Uppercase BACKWARD is what a Table accepts, so the merge must honour it too."""
+    want = sorted(((i, f"ip{i % 3}") for i in range(40)), reverse=True)
+    got = ts4.get_range((INF_MAX, INF_MAX), (INF_MIN, INF_MIN), limit=5, direction=direction)
+    assert [r.primary_key for r in got] == want[:5]
+    assert [r.primary_key for r in ts4.scan(direction=direction)] == want
+    assert [r.primary_key for r in ts4.scan(limit=3)] == sorted(want)[:3]
+    with pytest.raises(WidetableError, match="direction must be") as info:
+        ts4.get_range((INF_MIN,), (INF_MAX,), direction="sideways")
+    assert info.value.code == "OTSParameterInvalid"
+
+
+def test_keys_take_the_forms_a_table_takes(ts4) -> None:
+    ts4.put_row([100, "x"], {"v": 1})
+    ts4.put_row({"ts": 101, "ip": "y"}, {"v": 2})
+    ts4.put_row([("ts", 102), ("ip", "z")], {"v": 3})
+    assert ts4.get_row((100, "x"))["v"] == 1
+    assert ts4.get_row({"ip": "y", "ts": 101})["v"] == 2
+    assert ts4.get_row([102, "z"]).primary_key == (102, "z")
+    assert [r.primary_key[0] for r in ts4.get_range([100], [102])] == [100, 101]
+    with pytest.raises(WidetableError, match="must not name '_bucket'"):
+        ts4.put_row({"_bucket": 0, "ts": 1, "ip": "a"}, {"v": 1})
+
+
+@pytest.mark.parametrize("first", [INF_MIN, True, 1.5, None])
+def test_a_key_without_a_bucketable_first_value_is_refused(ts4, first) -> None:
+    with pytest.raises(WidetableError, match="first key value") as info:
+        ts4.get_row((first, "x"))
+    assert info.value.code == "OTSParameterInvalid"
+
+
+@pytest.mark.parametrize("buckets", [0, -1, True, 2.0, "4"])
+def test_create_with_bad_buckets_creates_nothing(db, buckets) -> None:
+    with pytest.raises(WidetableError, match="buckets must be a positive integer") as info:
+        BucketedTable.create(db, "nope", [("k", "STRING")], buckets=buckets)
+    assert info.value.code == "OTSParameterInvalid"
+    assert "nope" not in db.list_tables()
+
+
+def test_wrapping_with_fewer_buckets_than_written_is_refused(db) -> None:
+    """Reading 4 buckets of an 8-bucket table would silently drop rows."""
+    bt = BucketedTable.create(db, "eight", [("k", "INTEGER")], buckets=8)
+    for i in range(64):
+        bt.put_row((i,), {"v": i})
+    with pytest.raises(WidetableError, match="bucket 7") as info:
+        BucketedTable(db.table("eight"), 4)
+    assert info.value.code == "OTSParameterInvalid"
+    assert len(list(BucketedTable(db.table("eight"), 8).scan())) == 64

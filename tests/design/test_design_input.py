@@ -103,6 +103,58 @@ def test_bad_workloads_are_parameter_errors(change, message) -> None:
     _invalid(workload_from_dict, {**BASE, **change}, match=message)
 
 
+CLOCK = {"kind": "clock"}
+
+
+def _col(**col) -> dict:
+    return {"designs": {"d": [{"name": "K", "from": "k", **col}]}}
+
+
+def _fields(**fields) -> dict:
+    return {"fields": {"k": {"kind": "uniform", "count": 3}, **fields}}
+
+
+@pytest.mark.parametrize("change, message", [
+    # each once raised a raw KeyError, AttributeError, TypeError, OverflowError, IndexError or ValueError
+    ({"fields": {"k": {"kind": "uniform", "count": 3, "format": "u{x}"}}}, r"format 'u\{x\}' does not render"),
+    ({"fields": {"k": {"kind": "uniform", "count": 3, "format": 5}}}, "format must be a string, got 5"),
+    ({"fields": {"k": {"kind": "zipf", "count": 3, "s": "x"}}}, "zipf s must be a number"),
+    ({"fields": {"k": {"kind": "zipf", "count": 3, "s": 1000}}}, "zipf s must be a number.*got 1000"),
+    ({"fields": {"k": {"kind": "zipf", "count": 10**6, "s": 99}}}, "too large for count"),
+    ({"operations": [{"op": "write", "weight": -1}]}, "weight must be a number >= 0, got -1"),
+    ({"operations": [{"op": "write", "weight": "x"}]}, "weight must be a number >= 0, got 'x'"),
+    ({"operations": [{"op": "write", "weight": 0}]}, "weights .* are all zero"),
+    ({"value_bytes": "x"}, "value_bytes must be an integer >= 0, got 'x'"),
+    ({"fields": {"k": {"kind": "int", "lo": 5, "hi": 5}}}, "empty for lo = hi = 5"),
+    ({**_fields(c=CLOCK, g={"kind": "of", "of": "c", "count": 2})}, "of names 'c', which must be an earlier"),
+    ({"rate": float("inf")}, "rate must be a number > 0 and finite, got inf"),
+    ({"duration": float("inf")}, "duration must be a number > 0 and finite"),
+    ({"designs": ["d"]}, r"designs are a mapping .* got \['d'\]"),
+    ({"designs": {"d": None}}, "design 'd' needs a list of key columns, got None"),
+    ({**_fields(c=CLOCK), **_col(**{"from": ["k", "c"]})}, r"from \['k', 'c'\] must be a list .* with transform concat"),
+    ({**_col(transform="concat")}, "from 'k' must be a list"),
+    ({"fields": {"k": {"kind": "uniform", "count": 3, "format": "u{i}"}}, **_col(transform="pad")},
+     "transform pad needs an integer, but field 'k' makes strings"),
+    ({"fields": {"k": {"kind": "uniform", "count": 3, "format": "u{i}"}}, **_col(transform="reverse_timestamp")},
+     "transform reverse_timestamp needs an integer"),
+    ({**_fields(c=CLOCK), "operations": [{"op": "range", "range": "c", "span": "x"}]}, "span must be an integer >= 0, got 'x'"),
+    ({**_col(transform="hash_prefix", param=0)}, r"hash_prefix param must be an integer in \[1, 32\], got 0"),
+    ({**_col(transform="salted", param=0)}, "salted param must be an integer >= 1, got 0"),
+    ({**_col(transform="mod", param=-3)}, "mod param must be an integer >= 1, got -3"),
+    ({**_col(transform="reverse_digits", param=3)}, "takes no param, got 3"),
+    ({**_col(type="string")}, "type must be one of STRING, INTEGER, BINARY, got 'string'"),
+    ({"fields": {"k": {"kind": "clock", "unit": "minutes"}}}, "unit must be one of s, ms, got 'minutes'"),
+    ({"fields": {"k": {"kind": "choice", "values": ["a", "b"], "weights": [0, 0]}}}, r"weights \[0, 0\] are all zero"),
+    ({"fields": {"k": {"kind": "choice", "values": ["a", None]}}}, "choice value None is not a key value"),
+    ({"fields": {"k": {"kind": "choice", "values": "abc"}}}, "choice needs a list of values, got 'abc'"),
+    ({"operations": [{"op": "range", "eq": "k"}]}, "eq must be a list of fields, got 'k'"),
+    ({"operations": [{"op": "range", "range": "k", "limit": 0}]}, "limit must be an integer >= 1, got 0"),
+    ({"description": 5}, "description must be a string, got 5"),
+])
+def test_bad_workload_settings_name_the_setting_and_value(change, message) -> None:
+    _invalid(workload_from_dict, {**BASE, **change}, match=message)
+
+
 def test_workload_files_that_do_not_parse_or_make_the_wrong_type(tmp_path) -> None:
     _invalid_file(load_workload, tmp_path / "w.yaml", "name: x\nrate: [1\n", "cannot read workload")
     _invalid_file(load_workload, tmp_path / "w.json", "{name: 1}", "cannot read workload")

@@ -263,6 +263,14 @@ def test_split_concat_refuses_mismatched_keys() -> None:
     expect_invalid(b.split_concat, "a", types=[float], match="float")
 
 
+@pytest.mark.parametrize("key", [123, b"7e4a,x", None, ["a,b"]])
+def test_inverse_builders_refuse_non_string_keys(key) -> None:
+    """A key that is not a string is a caller error, named, never a raw TypeError."""
+    expect_invalid(b.strip_hash_prefix, key, match=r"key .* must be a string")
+    expect_invalid(b.strip_salt, key, 16, match=r"key .* must be a string")
+    expect_invalid(b.split_concat, key, match=r"key .* must be a string")
+
+
 # --- reversals -------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from ..errors import ParameterInvalid, describe
 from .app import DataOpt, command, open_db
 from .literals import CliError
 from .render import console
@@ -64,6 +66,8 @@ def advise_cmd(
     """Review a table's key design: findings with evidence, the seed rule, and a simulated fix."""
     from ..design.advisor import advise, read_keys_file
 
+    if expected_gb is not None and not (math.isfinite(expected_gb) and expected_gb >= 0):
+        raise ParameterInvalid(f"--expected-gb must be a finite number >= 0, got {describe(expected_gb)}")
     sample = read_keys_file(keys) if keys else None
     expected = int(expected_gb * (1 << 30)) if expected_gb else None
     with open_db(ctx, data) as db:

@@ -13,6 +13,8 @@ and under the fix, and both results are attached to the finding.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import random
 from dataclasses import dataclass, replace
@@ -79,8 +81,25 @@ def sample_table(db, name: str, size: int = SAMPLE, seed: int = 0) -> tuple[list
     return keys, shapes
 
 
+BINARY_TAG = "$binary"  # the command line's JSON form of bytes: {"$binary": "<base64>"}
+
+
+def _key_value(v: object, path: str | Path) -> object:
+    """A key value of a keys file: bytes come as ``{"$binary": base64}``, as everywhere on the CLI."""
+    if isinstance(v, dict) and set(v) == {BINARY_TAG} and isinstance(v[BINARY_TAG], str):
+        try:
+            return base64.b64decode(v[BINARY_TAG], validate=True)
+        except (binascii.Error, ValueError):
+            raise ParameterInvalid(
+                f"keys file {str(path)!r}: {describe(v)} is not valid base64") from None
+    return v
+
+
 def read_keys_file(path: str | Path) -> list[tuple]:
-    """Primary keys from a file: one JSON array per line (JSON Lines), or a JSON list of arrays."""
+    """Primary keys from a file: one JSON array per line (JSON Lines), or a JSON list of arrays.
+
+    Values are strings, integers, or bytes as ``{"$binary": "<base64>"}``.
+    """
     try:
         text = Path(path).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
@@ -104,12 +123,12 @@ def read_keys_file(path: str | Path) -> list[tuple]:
                     "array per line or a JSON list of arrays") from None
     out = []
     for item in items:
-        key = tuple(item) if isinstance(item, list) else (item,)
+        key = tuple(_key_value(v, path) for v in (item if isinstance(item, list) else [item]))
         bad = next((v for v in key if type(v) not in (str, int, bytes)), None)
         if bad is not None:
             raise ParameterInvalid(
                 f"keys file {str(path)!r}: key {describe(key)} holds {describe(bad)}; key values "
-                "are strings or integers")
+                f'are strings or integers, or bytes as {{"{BINARY_TAG}": "<base64>"}}')
         out.append(key)
     return out
 

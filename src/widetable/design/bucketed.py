@@ -15,15 +15,25 @@ on the way in and removed on the way out.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import ParameterInvalid, describe
 from ..keys.builders import bucket
 from ..table.row import Row
-from ..table.table import Table
+from ..table.table import Table, _check_direction, full_range
 
 BUCKET_COLUMN = "_bucket"
+
+
+def _check_buckets(buckets: object) -> None:
+    if type(buckets) is not int or buckets < 1:
+        raise ParameterInvalid(f"buckets must be a positive integer, got {describe(buckets)}")
+
+
+def _bound(value: object) -> tuple:
+    """A logical range bound as a tuple: lists as Table takes them, a scalar as one value."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
 class BucketedTable:
@@ -35,14 +45,21 @@ class BucketedTable:
             raise ParameterInvalid(
                 f"table {table.name!r} is not bucketed: its key must start with ({BUCKET_COLUMN!r}, 'INTEGER')"
             )
-        if type(buckets) is not int or buckets < 1:
-            raise ParameterInvalid(f"buckets must be a positive integer, got {describe(buckets)}")
+        _check_buckets(buckets)
+        top = table.get_range(*full_range(len(pk), True), "backward", limit=1).rows
+        if top and top[0].primary_key[0] >= buckets:
+            # Fewer buckets than the writer used would silently read a subset of the rows.
+            raise ParameterInvalid(
+                f"table {table.name!r} holds rows in bucket {top[0].primary_key[0]}, "
+                f"so it has more than buckets={describe(buckets)} buckets"
+            )
         self.table = table
         self.buckets = buckets
 
     @classmethod
     def create(cls, db, name: str, primary_key: list, buckets: int = 16, **options) -> BucketedTable:
         """Create table ``name`` keyed ``(_bucket, *primary_key)``, pre-split at every bucket."""
+        _check_buckets(buckets)  # before the table exists, so a refusal creates nothing
         table = db.create_table(
             name, [(BUCKET_COLUMN, "INTEGER"), *primary_key],
             split_points=list(range(1, buckets)) or None, **options,
@@ -53,11 +70,33 @@ class BucketedTable:
 
     def bucket_of(self, pk: tuple) -> int:
         """The bucket of a logical key: the MD5 bucket of its first value."""
-        first = pk[0]
-        return bucket(first if isinstance(first, (str, bytes)) else int(first), self.buckets)
+        first = pk[0] if pk else None
+        if not isinstance(first, (str, bytes, int)) or isinstance(first, bool):
+            raise ParameterInvalid(
+                f"first key value {describe(first)} of {describe(pk)} must be a STRING, "
+                f"BINARY or INTEGER value to pick a bucket"
+            )
+        return bucket(first, self.buckets)
+
+    def normalize_pk(self, pk: object) -> tuple:
+        """A logical key as a tuple, taking the forms a Table takes (list, dict, pairs, scalar).
+
+        The wrapped table normalizes it behind a placeholder bucket, so both agree.
+        """
+        if type(pk) is tuple:
+            return pk
+        if isinstance(pk, Mapping):
+            if BUCKET_COLUMN in pk:
+                raise ParameterInvalid(f"primary key {describe(pk)} must not name {BUCKET_COLUMN!r}")
+            stored: object = {BUCKET_COLUMN: 0, **pk}
+        elif isinstance(pk, list) and pk and all(isinstance(p, tuple) and len(p) == 2 for p in pk):
+            stored = [(BUCKET_COLUMN, 0), *pk]
+        else:
+            stored = [0, *pk] if isinstance(pk, list) else [0, pk]
+        return self.table.normalize_pk(stored)[1:]
 
     def stored_key(self, pk: object) -> tuple:
-        pk = pk if isinstance(pk, tuple) else (pk,)
+        pk = self.normalize_pk(pk)
         return (self.bucket_of(pk), *pk)
 
     @staticmethod
@@ -82,28 +121,32 @@ class BucketedTable:
 
     # -- ranges ------------------------------------------------------------------------
 
-    def _bucket_rows(self, b: int, start: tuple, end: tuple, limit: int | None, kwargs: dict) -> list[Row]:
+    def _bucket_rows(self, b: int, start: tuple, end: tuple, direction: str, limit: int | None,
+                     kwargs: dict) -> list[Row]:
         rows: list[Row] = []
-        for row in self.table.scan((b, *start), (b, *end), **kwargs):
+        for row in self.table.scan((b, *start), (b, *end), direction, **kwargs):
             rows.append(row)
             if limit is not None and len(rows) >= limit:
                 break
         return rows
 
-    def get_range(self, start: tuple, end: tuple, limit: int | None = None, **kwargs) -> list[Row]:
+    def get_range(self, start: tuple, end: tuple, limit: int | None = None, direction: str = "forward",
+                  **kwargs) -> list[Row]:
         """Rows with logical keys in ``[start, end)``, in key order, at most ``limit``.
 
         Every bucket is read in parallel (up to ``limit`` rows each, since any
         bucket may hold all of the first ``limit``) and the results are merged.
-        ``kwargs`` (columns, filter, max_versions, time_range) go to each read.
+        ``direction`` is read as a Table reads it; ``kwargs`` (columns, filter,
+        max_versions, time_range) go to each read.
         """
         if limit is not None and (type(limit) is not int or limit <= 0):
             raise ParameterInvalid(f"limit must be a positive integer, got {describe(limit)}")
-        start = start if isinstance(start, tuple) else (start,)
-        end = end if isinstance(end, tuple) else (end,)
-        reverse = kwargs.get("direction", "forward") == "backward"
+        reverse = _check_direction(direction)
+        start, end = _bound(start), _bound(end)
         with ThreadPoolExecutor(max_workers=min(self.buckets, 16), thread_name_prefix="widetable-bucket") as pool:
-            parts = list(pool.map(lambda b: self._bucket_rows(b, start, end, limit, kwargs), range(self.buckets)))
+            parts = list(pool.map(
+                lambda b: self._bucket_rows(b, start, end, direction, limit, kwargs), range(self.buckets),
+            ))
         merged = heapq.merge(*parts, key=lambda r: r.primary_key[1:], reverse=reverse)
         out = []
         for row in merged:
@@ -112,16 +155,14 @@ class BucketedTable:
                 break
         return out  # type: ignore[return-value]
 
-    def scan(self, start: tuple = (), end: tuple = (), **kwargs) -> Iterator[Row]:
-        """Every row in ``[start, end)`` (default: all), merged into logical key order."""
-        from ..table.table import full_range
-
+    def scan(self, start: tuple = (), end: tuple = (), direction: str = "forward", limit: int | None = None,
+             **kwargs) -> Iterator[Row]:
+        """Every row in ``[start, end)`` (default: all), merged into logical key order, at most ``limit``."""
         # An omitted bound is the table's end; a short one is padded by each bucket's own
         # range read, as any table pads it (``end=("b",)`` stops before the "b" rows).
-        whole = full_range(len(self.table.schema.primary_key) - 1,
-                           kwargs.get("direction", "forward") == "backward")
-        start, end = tuple(start) or whole[0], tuple(end) or whole[1]
-        yield from self.get_range(start, end, None, **kwargs)  # type: ignore[misc]
+        whole = full_range(len(self.table.schema.primary_key) - 1, _check_direction(direction))
+        start, end = _bound(start) or whole[0], _bound(end) or whole[1]
+        yield from self.get_range(start, end, limit, direction, **kwargs)  # type: ignore[misc]
 
     @property
     def read_fanout(self) -> int:

@@ -109,11 +109,23 @@ HASH_PREFIX = re.compile(r"^[0-9a-f]{4,32}[,:#|_\-/]")
 SALT_PREFIX = re.compile(r"^\d{1,4}[,:#|_\-/]")
 
 
+BINARY_INT_WIDTH = 8  # an int64/uint64 stored big-endian in a BINARY key column
+INT64_OFFSET = 2**63  # keys.INT64_OFFSET: a signed int64 with its sign bit flipped sorts as bytes
+
+
 def as_int(v: object) -> int | None:
+    """The integer a key value holds: an int, a digit string, or 8 big-endian bytes.
+
+    Eight bytes are read unsigned; with the top bit set they are taken for an
+    offset (sign-flipped) int64, so a timestamp stored either way reads as itself.
+    """
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
         return v
+    if isinstance(v, bytes) and len(v) == BINARY_INT_WIDTH:
+        n = int.from_bytes(v, "big")
+        return n - INT64_OFFSET if n >= INT64_OFFSET else n
     if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 20:  # keys.concat pads to 20
         return int(v)
     return None

@@ -152,6 +152,8 @@ def column_value(col: KeyColumn, record: dict) -> object:
                     f"{describe(v)}; give the field no text format, or make the column STRING"
                 ) from None
         if col.type == "BINARY":
+            if isinstance(v, int) and 0 <= v < 2**64:
+                return v.to_bytes(8, "big")  # as a recorded 8-byte column holds it, in order
             return v if isinstance(v, bytes) else str(v).encode()
         return str(v)
     if tr == "pad":

@@ -36,6 +36,7 @@ digits), ``salted`` / ``bucket`` / ``mod`` (``param`` buckets), ``reverse_digits
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -153,7 +154,68 @@ class Workload:
 # -- parsing ----------------------------------------------------------------------
 
 
+KEY_TYPES = ("STRING", "INTEGER", "BINARY")
+UNITS = ("s", "ms")
+MAX_ZIPF_S = 100.0
+INDEXED_KINDS = ("uniform", "zipf", "of")  # fields with a count another field can group
+INT_TRANSFORMS = ("pad", "mod", "reverse_timestamp")  # transforms of an integer value
+PARAM_RANGES = {"pad": (1, None), "hash_prefix": (1, 32), "salted": (1, None), "bucket": (1, None),
+                "mod": (1, None)}
+
+
+def _is_number(v: object) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _is_int(v: object) -> bool:
+    return type(v) is int
+
+
+def _check_format(name: str, fmt: object) -> None:
+    if fmt is None:
+        return
+    if not isinstance(fmt, str):
+        raise ParameterInvalid(f"field {name!r}: format must be a string, got {describe(fmt)}")
+    try:
+        fmt.format(i=0, hi=0, lo=0)
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+        raise ParameterInvalid(
+            f"field {name!r}: format {describe(fmt)} does not render an index with {{i}}, {{hi}} "
+            f"and {{lo}}: {exc!r}"
+        ) from None
+
+
+def _check_zipf(name: str, spec: FieldSpec) -> None:
+    s = spec.s
+    if not _is_number(s) or not 0 <= s <= MAX_ZIPF_S:
+        raise ParameterInvalid(f"field {name!r}: zipf s must be a number in [0, {MAX_ZIPF_S:g}], got {describe(s)}")
+    try:
+        1.0 / spec.count**s  # the weight of the rarest value must be a float
+    except OverflowError:
+        raise ParameterInvalid(f"field {name!r}: zipf s {describe(s)} is too large for count {spec.count}") from None
+
+
+def _check_choice(name: str, spec: FieldSpec) -> None:
+    values, weights = spec.values, spec.weights
+    if not isinstance(values, tuple) or not values:
+        raise ParameterInvalid(f"field {name!r}: choice needs a list of values, got {describe(values)}")
+    bad = [v for v in values if v is None or isinstance(v, (tuple, dict))]
+    if bad:
+        raise ParameterInvalid(f"field {name!r}: choice value {describe(bad[0])} is not a key value")
+    if weights == ():
+        return
+    if not isinstance(weights, tuple) or len(weights) != len(values):
+        raise ParameterInvalid(f"field {name!r}: choice needs as many weights as values, got {describe(weights)}")
+    bad = [w for w in weights if not _is_number(w) or w < 0]
+    if bad:
+        raise ParameterInvalid(f"field {name!r}: choice weight {describe(bad[0])} must be a number >= 0")
+    if not any(weights):
+        raise ParameterInvalid(f"field {name!r}: choice weights {describe(list(weights))} are all zero")
+
+
 def _field(name: str, d: dict) -> FieldSpec:
+    if not isinstance(name, str) or not name:
+        raise ParameterInvalid(f"a field's name must be a non-empty string, got {describe(name)}")
     if not isinstance(d, dict) or d.get("kind") not in FIELD_KINDS:
         raise ParameterInvalid(f"field {name!r} needs a kind among {', '.join(FIELD_KINDS)}, got {describe(d)}")
     known = set(FieldSpec.__dataclass_fields__) - {"name"}
@@ -166,27 +228,108 @@ def _field(name: str, d: dict) -> FieldSpec:
         if type(getattr(spec, setting)) is not int:
             raise ParameterInvalid(f"field {name!r}: {setting} must be an integer, got "
                                    f"{describe(getattr(spec, setting))}")
-    if spec.kind in ("uniform", "zipf", "of") and spec.count < 1:
+    for setting in ("per", "of"):
+        if getattr(spec, setting) is not None and not isinstance(getattr(spec, setting), str):
+            raise ParameterInvalid(f"field {name!r}: {setting} must be a field name, got "
+                                   f"{describe(getattr(spec, setting))}")
+    _check_format(name, spec.format)
+    if spec.unit not in UNITS:
+        raise ParameterInvalid(f"field {name!r}: unit must be one of {', '.join(UNITS)}, got {describe(spec.unit)}")
+    if spec.kind in INDEXED_KINDS and spec.count < 1:
         raise ParameterInvalid(f"field {name!r} of kind {spec.kind} needs count >= 1")
-    if spec.kind == "choice" and (not spec.values or (spec.weights and len(spec.weights) != len(spec.values))):
-        raise ParameterInvalid(f"field {name!r}: choice needs values (and as many weights)")
+    if spec.kind == "zipf":
+        _check_zipf(name, spec)
+    if spec.kind == "choice":
+        _check_choice(name, spec)
     if spec.lo > spec.hi:
         raise ParameterInvalid(f"field {name!r}: lo {spec.lo} is above hi {spec.hi}")
+    if spec.kind == "int" and spec.lo == spec.hi:
+        raise ParameterInvalid(f"field {name!r}: int draws from [lo, hi), which is empty for lo = hi = {spec.lo}")
     return spec
 
 
-def _column(d: dict, fields: set[str]) -> KeyColumn:
+def _makes_ints(f: FieldSpec) -> bool:
+    """Whether every value of field ``f`` is an integer (no text format turns it into a string)."""
+    if f.kind in ("clock", "sequence", "int"):
+        return True
+    if f.kind == "choice":
+        return all(_is_int(v) for v in f.values)
+    return f.format is None
+
+
+def _column(d: dict, fields: dict[str, FieldSpec]) -> KeyColumn:
     if not isinstance(d, dict) or "name" not in d or "from" not in d:
         raise ParameterInvalid(f"key column {describe(d)} needs a name and a from")
-    source = tuple(d["from"]) if isinstance(d["from"], list) else d["from"]
-    for s in source if isinstance(source, tuple) else (source,):
-        if s not in fields:
-            raise ParameterInvalid(f"key column {d['name']!r} is built from unknown field {s!r}")
+    name = d["name"]
+    if not isinstance(name, str) or not name:
+        raise ParameterInvalid(f"a key column's name must be a non-empty string, got {describe(name)}")
+    unknown = set(d) - {"name", "from", "type", "transform", "param"}
+    if unknown:
+        raise ParameterInvalid(f"key column {name!r} has unknown settings {sorted(unknown)}")
     transform = d.get("transform")
     if transform not in TRANSFORMS:
         raise ParameterInvalid(f"unknown transform {transform!r}; use one of {TRANSFORMS[1:]}")
+    raw = d["from"]
+    if (transform == "concat") != isinstance(raw, list) or isinstance(raw, list) and not raw:
+        raise ParameterInvalid(
+            f"key column {name!r}: from {describe(raw)} must be a list of fields with transform "
+            f"concat, and one field otherwise"
+        )
+    source = tuple(raw) if isinstance(raw, list) else raw
+    for s in source if isinstance(source, tuple) else (source,):
+        if not isinstance(s, str) or s not in fields:
+            raise ParameterInvalid(f"key column {name!r} is built from unknown field {describe(s)}")
+    if transform in INT_TRANSFORMS and not _makes_ints(fields[source]):  # type: ignore[index]
+        raise ParameterInvalid(
+            f"key column {name!r}: transform {transform} needs an integer, but field {source!r} "
+            f"makes strings (its format or values); drop the format or use another transform"
+        )
     type_ = d.get("type", "INTEGER" if transform in ("bucket", "mod") else "STRING")
-    return KeyColumn(d["name"], source, type_, transform, d.get("param"))
+    if type_ not in KEY_TYPES:
+        raise ParameterInvalid(f"key column {name!r}: type must be one of {', '.join(KEY_TYPES)}, got {describe(type_)}")
+    param = d.get("param")
+    bounds = PARAM_RANGES.get(transform)  # type: ignore[arg-type]
+    if param is not None and bounds is None:
+        raise ParameterInvalid(f"key column {name!r}: transform {transform} takes no param, got {describe(param)}")
+    if param is not None and (not _is_int(param) or param < bounds[0]  # type: ignore[index]
+                              or bounds[1] is not None and param > bounds[1]):  # type: ignore[index]
+        where = f"in [{bounds[0]}, {bounds[1]}]" if bounds[1] is not None else f">= {bounds[0]}"  # type: ignore[index]
+        raise ParameterInvalid(f"key column {name!r}: {transform} param must be an integer {where}, got {describe(param)}")
+    return KeyColumn(name, source, type_, transform, param)
+
+
+def _operation(o: object, fields: dict[str, FieldSpec]) -> Operation:
+    if not isinstance(o, dict) or o.get("op") not in OPS:
+        raise ParameterInvalid(f"operation {describe(o)} needs op among {OPS}")
+    unknown = set(o) - set(Operation.__dataclass_fields__)
+    if unknown:
+        raise ParameterInvalid(f"operation {describe(o)} has unknown settings {sorted(unknown)}")
+    op = Operation(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in o.items()})
+    if not _is_number(op.weight) or op.weight < 0:
+        raise ParameterInvalid(f"operation {describe(o)}: weight must be a number >= 0, got {describe(op.weight)}")
+    if not isinstance(op.eq, tuple):
+        raise ParameterInvalid(f"operation {describe(o)}: eq must be a list of fields, got {describe(op.eq)}")
+    for f in (*op.eq, *([op.range] if op.range is not None else [])):
+        if not isinstance(f, str) or f not in fields:
+            raise ParameterInvalid(f"operation {describe(o)} names unknown field {describe(f)}")
+    if not _is_int(op.span) or op.span < 0:
+        raise ParameterInvalid(f"operation {describe(o)}: span must be an integer >= 0, got {describe(op.span)}")
+    if not _is_int(op.limit) or op.limit < 1:
+        raise ParameterInvalid(f"operation {describe(o)}: limit must be an integer >= 1, got {describe(op.limit)}")
+    return op
+
+
+def _design(name: object, cols: object, fields: dict[str, FieldSpec]) -> KeyDesign:
+    if not isinstance(name, str) or not name:
+        raise ParameterInvalid(f"a design's name must be a non-empty string, got {describe(name)}")
+    note = ""
+    if isinstance(cols, dict):
+        note, cols = cols.get("note", ""), cols.get("key")
+        if not isinstance(note, str):
+            raise ParameterInvalid(f"design {name!r}: note must be a string, got {describe(note)}")
+    if not isinstance(cols, list) or not cols:
+        raise ParameterInvalid(f"design {name!r} needs a list of key columns, got {describe(cols)}")
+    return KeyDesign(name, tuple(_column(c, fields) for c in cols), note)
 
 
 def workload_from_dict(d: dict) -> Workload:
@@ -197,46 +340,46 @@ def workload_from_dict(d: dict) -> Workload:
     if not isinstance(raw_fields, dict):
         raise ParameterInvalid(f"a workload's fields are a mapping of name to field, got {describe(raw_fields)}")
     fields = tuple(_field(n, f) for n, f in raw_fields.items())
-    names = {f.name for f in fields}
+    by_name = {f.name: f for f in fields}
     if not fields:
         raise ParameterInvalid("a workload needs at least one field")
     for f in fields:
         for setting in ("per", "of"):
             other = getattr(f, setting)
-            if other is not None and other not in names:
+            if other is not None and other not in by_name:
                 raise ParameterInvalid(f"field {f.name!r}: {setting} names unknown field {other!r}")
+        earlier = [g.name for g in fields[: fields.index(f)] if g.kind in INDEXED_KINDS]
+        if f.kind == "of" and f.of not in earlier:
+            raise ParameterInvalid(
+                f"field {f.name!r}: of names {describe(f.of)}, which must be an earlier field of kind "
+                f"{', '.join(INDEXED_KINDS)}"
+            )
     for setting in ("rate", "duration"):
         value = d.get(setting, 1.0)
-        if type(value) not in (int, float) or not value > 0:
-            raise ParameterInvalid(f"a workload's {setting} must be a number > 0, got {describe(value)}")
+        if not _is_number(value) or not value > 0:
+            raise ParameterInvalid(f"a workload's {setting} must be a number > 0 and finite, got {describe(value)}")
+    value_bytes = d.get("value_bytes", 100)
+    if not _is_int(value_bytes) or value_bytes < 0:
+        raise ParameterInvalid(f"a workload's value_bytes must be an integer >= 0, got {describe(value_bytes)}")
+    for setting in ("name", "description", "seed_rule"):
+        if not isinstance(d.get(setting, ""), str):
+            raise ParameterInvalid(f"a workload's {setting} must be a string, got {describe(d[setting])}")
     raw_ops = d.get("operations") or [{"op": "write"}]
     if not isinstance(raw_ops, list):
         raise ParameterInvalid(f"a workload's operations are a list, got {describe(raw_ops)}")
-    ops = []
-    for o in raw_ops:
-        if not isinstance(o, dict) or o.get("op") not in OPS:
-            raise ParameterInvalid(f"operation {describe(o)} needs op among {OPS}")
-        unknown = set(o) - set(Operation.__dataclass_fields__)
-        if unknown:
-            raise ParameterInvalid(f"operation {describe(o)} has unknown settings {sorted(unknown)}")
-        o = {k: (tuple(v) if isinstance(v, list) else v) for k, v in o.items()}
-        op = Operation(**o)
-        for f in (*op.eq, *([op.range] if op.range else [])):
-            if f not in names:
-                raise ParameterInvalid(f"operation {describe(o)} names unknown field {f!r}")
-        ops.append(op)
-    designs = []
-    for name, cols in (d.get("designs") or {}).items():
-        note = ""
-        if isinstance(cols, dict):
-            note, cols = cols.get("note", ""), cols.get("key", [])
-        designs.append(KeyDesign(name, tuple(_column(c, names) for c in cols), note))
+    ops = [_operation(o, by_name) for o in raw_ops]
+    if not sum(o.weight for o in ops) > 0:
+        raise ParameterInvalid(f"a workload's operation weights {[o.weight for o in ops]} are all zero")
+    raw_designs = d.get("designs") or {}
+    if not isinstance(raw_designs, dict):
+        raise ParameterInvalid(f"a workload's designs are a mapping of name to key columns, got {describe(raw_designs)}")
+    designs = [_design(name, cols, by_name) for name, cols in raw_designs.items()]
     if not designs:
         raise ParameterInvalid("a workload needs at least one design")
     return Workload(
         name=d.get("name", "workload"), fields=fields, operations=tuple(ops), designs=tuple(designs),
         rate=float(d.get("rate", 200.0)), duration=float(d.get("duration", 120.0)),
-        value_bytes=int(d.get("value_bytes", 100)), description=d.get("description", ""),
+        value_bytes=value_bytes, description=d.get("description", ""),
         seed_rule=d.get("seed_rule", ""),
     )
 

@@ -81,6 +81,12 @@ def _md5(value: KeyValue) -> bytes:
     return hashlib.md5(_value_bytes(value), usedforsecurity=False).digest()
 
 
+def _check_key(key: object) -> str:
+    if not isinstance(key, str):
+        raise ParameterInvalid(f"key {describe(key)} must be a string")
+    return key
+
+
 def _check_sep(sep: object) -> str:
     if not isinstance(sep, str) or len(sep) != 1:
         raise ParameterInvalid(f"separator {describe(sep)} must be a single character")
@@ -129,6 +135,7 @@ def strip_hash_prefix(key: str, n: int = 4, sep: str = ",", verify: bool = True)
     prefix must be the MD5 of that text. Raises ParameterInvalid naming ``key``
     when it lacks ``n`` hex digits and ``sep``, or when verification fails.
     """
+    _check_key(key)
     _check_count(n, "hash prefix length", 1, 32)
     _check_sep(sep)
     head, mark, text = key[:n], key[n : n + 1], key[n + 1 :]
@@ -186,6 +193,7 @@ def strip_salt(key: str, buckets: int, sep: str = ",", verify: bool = True) -> s
     ParameterInvalid naming ``key`` when the label or separator is missing
     or wrong.
     """
+    _check_key(key)
     _check_count(buckets, "bucket count", 1)
     _check_sep(sep)
     width = len(str(buckets - 1))
@@ -336,6 +344,7 @@ def split_concat(
     Raises ParameterInvalid naming ``key`` when the field count differs from
     ``types`` or an ``int`` field is not all digits.
     """
+    _check_key(key)
     _check_sep(sep)
     fields = key.split(sep)
     if types is None:

@@ -22,6 +22,7 @@ from ..findings import (
 )
 
 SEPARATORS = ":#|/;_-~,"
+CONCAT_SEP = ","  # keys.concat's default
 LONG_KEY = 100  # seed 001 §3.1: 总长度建议不超过100字节
 VERY_LONG_KEY = 512
 
@@ -35,14 +36,24 @@ def _fields(value: str, sep: str | None) -> list[str]:
 
 
 def detect_separator(values: list[str]) -> str | None:
-    """The separator character found in at least 90% of ``values``, if any."""
+    """The separator character found in at least 90% of ``values``, if any.
+
+    Of characters found equally often, the one that cuts the values into a steady
+    number of parts wins, then ``keys.concat``'s ``","``: in ``"user-7,0042"`` the
+    ``"-"`` is data.
+    """
     if not values:
         return None
     best = None
     for sep in SEPARATORS:
         share = fraction(values, lambda v, s=sep: s in v)
-        if share >= 0.9 and (best is None or share > best[0]):
-            best = (share, sep)
+        if share < 0.9:
+            continue
+        counts = Counter(v.count(sep) for v in values)
+        steady = counts.most_common(1)[0][1] / len(values)
+        rank = (share, steady, sep == CONCAT_SEP)
+        if best is None or rank > best[0]:
+            best = (rank, sep)
     return best[1] if best else None
 
 
@@ -154,7 +165,8 @@ def hashed_with_ranges(ev: Evidence) -> Finding | None:
     distinct = len(set(values))
     buckets = 0
     kind = None
-    if type_ == "BINARY" and fraction(values, lambda v: isinstance(v, bytes) and len(v) in (16, 20, 32)) > 0.9 or hashed >= 0.95 and fraction(strs, lambda v: bool(_HEX_LETTER.match(v))) >= 0.3:
+    digests = fraction(values, lambda v: isinstance(v, bytes) and len(v) in (16, 20, 32)) if type_ == "BINARY" else 0.0
+    if digests > 0.9 or hashed >= 0.95 and fraction(strs, lambda v: bool(_HEX_LETTER.match(v))) >= 0.3:
         kind = "hashed"
     elif salted >= 0.95 and fraction(strs, timestamp_like) < 0.5:
         buckets = len({SALT_PREFIX.match(v).group(0) for v in strs if SALT_PREFIX.match(v)})  # type: ignore[union-attr]
@@ -180,7 +192,7 @@ def hashed_with_ranges(ev: Evidence) -> Finding | None:
         severity=sev,
         title=title,
         column=name,
-        evidence=rounded({"hashed_fraction": max(hashed, salted), "buckets": buckets,
+        evidence=rounded({"hashed_fraction": max(hashed, salted, digests), "buckets": buckets,
                           "read_fanout": buckets or "all partitions"}),
         seed_rule="seed 000 §在分區鍵中加入雜湊首碼 (無法再使用範圍讀取); seed 004 §雜湊值",
         fix=fix,
@@ -194,6 +206,20 @@ _PII_NAME = re.compile(
 _EMAIL = re.compile(r"[^@\s,]+@[^@\s,]+\.[a-z]{2,}", re.IGNORECASE)
 _PHONE = re.compile(r"(^|\D)(\+?\d{1,3}[ -]?)?1[3-9]\d{9}($|\D)|(^|\D)\+\d{9,15}($|\D)")
 _CN_ID = re.compile(r"(^|\D)\d{17}[\dXx]($|\D)")
+_DIGIT_RUN = re.compile(r"(?<![\d+])\d{10,19}(?!\d)")
+
+
+def _without_times(value: str) -> str:
+    """``value`` with bare digit runs that read as epoch times blanked out: a millisecond
+    time such as 1713000123456 would otherwise pass for a phone number behind a country code."""
+    return _DIGIT_RUN.sub(lambda m: "#" if timestamp_like(m.group(0)) else m.group(0), value)
+
+
+def _looks_personal(value: str) -> bool:
+    if _EMAIL.search(value):
+        return True
+    digits = _without_times(value)
+    return bool(_PHONE.search(digits) or _CN_ID.search(digits))
 
 
 def pii_in_keys(ev: Evidence) -> Finding | None:
@@ -202,7 +228,7 @@ def pii_in_keys(ev: Evidence) -> Finding | None:
     evidence: dict = {}
     for i, (name, _) in enumerate(ev.primary_key):
         values = [v for v in ev.column(i) if isinstance(v, str)]
-        share = fraction(values, lambda v: bool(_EMAIL.search(v) or _PHONE.search(v) or _CN_ID.search(v)))
+        share = fraction(values, _looks_personal)
         named = bool(_PII_NAME.search(name))
         if share >= 0.3 or named:
             hits.append(name)

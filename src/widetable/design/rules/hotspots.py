@@ -75,7 +75,8 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
         kind = "concatenated values that start with an increasing sequence"
     else:
         kind = "keys"
-    ts = max(ts, lead_ts, rev)
+    ts = max(ts, lead_ts)  # whole values or their leading numbers; reversed times apart
+    timed = max(ts, rev)
     fix_cols = _columns(ev)
     if len(fix_cols) > 1:
         other = dispersed_column(ev) or 1
@@ -102,7 +103,7 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
         )
     return Finding(
         rule="monotonic-first-key",
-        severity=CRITICAL if ts >= 0.9 or tail else WARNING,
+        severity=CRITICAL if timed >= 0.9 or tail else WARNING,
         title=f"First key column {name!r} holds {kind}: writes pile onto {where}",
         column=name,
         evidence=rounded({
