@@ -196,13 +196,12 @@ class Database:
         with self._ddl_lock:
             if name in self._tables or name in self._indexes.views:
                 raise ObjectAlreadyExist(f"table {name!r} already exists")
-            table_id = self._next_table_id()
+            batch = self._engine.batch()
+            table_id = self._take_table_id(batch)
             schema = TableSchema(
                 name, table_id, pk, options, time.time(), auto_increment=auto_increment,
                 defined_columns=defined, stream=stream, stream_retention=retention,
             )
-            batch = self._engine.batch()
-            batch.put(layout.counter_key("table_id"), table_id.to_bytes(8, "big"))
             batch.put(layout.catalog_key(name), schema.to_json())
             partitions = self._partitions.new_table(schema, split_points, batch)
             self._engine.write(batch)
@@ -213,12 +212,20 @@ class Database:
                 self._indexes.configure(table)
             return table
 
-    def _next_table_id(self) -> int:
+    def _take_table_id(self, batch) -> int:
+        """A new table (or index) id, taken for good once ``batch`` is written: the counter
+        moves past it, and keys a crash of an older version may have left under it (ids
+        were handed out before the counter was stored) are deleted, in the same batch."""
         raw = self._engine.get(layout.counter_key("table_id"))
         last = int.from_bytes(raw, "big") if raw else 0
         if last >= layout.MAX_TABLE_ID:
             raise WidetableError("no table ids left in this store")
-        return last + 1
+        table_id = last + 1
+        batch.put(layout.counter_key("table_id"), table_id.to_bytes(8, "big"))
+        for lo, hi in (layout.table_range(table_id), layout.checkpoint_range(table_id),
+                       layout.index_ref_range(table_id)):
+            batch.delete_range(lo, hi)
+        return table_id
 
     def table(self, name: str) -> Table:
         """The table called ``name``; raises ``OTSObjectNotExist`` if there is none.

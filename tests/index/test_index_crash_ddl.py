@@ -94,3 +94,19 @@ def test_an_index_id_taken_before_a_crash_is_not_reused(tmp_path):
         u = db.create_table("u", [("k", "STRING"), ("s", "INTEGER"), ("c", "STRING")])
         assert list(u.scan()) == []
         assert db.table("t").get_row(("a", "x")) is not None  # the acknowledged-by-nobody put
+
+
+def test_keys_left_under_an_untaken_id_are_cleared_when_it_is_taken(tmp_path):
+    """An older version stored the id counter only with the catalog entry, so a crash
+    could leave LOCAL entries under an id it then handed out again: taking an id, for a
+    table or an index, deletes whatever lies under it."""
+    with widetable.open(str(tmp_path / "s"), purge_interval=None) as db:
+        db.create_table("t", [("k", "STRING")], defined_columns=[("s", "INTEGER")])
+        for n in (1, 2):  # under the next two ids, as such a crash left them
+            db._engine.put(layout.table_range(db.table("t").schema.table_id + n)[0] + b"\x02x\x00",
+                           b"left over")
+        u = db.create_table("u", [("k", "STRING")])
+        assert list(u.scan()) == []
+        ix = db.create_index("t", "ix", ["k", "s"], index_type="LOCAL", progress=False)
+        assert list(ix.scan()) == []
+        assert db._engine.get(layout.table_range(ix.schema.table_id)[0] + b"\x02x\x00") is None

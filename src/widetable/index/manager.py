@@ -144,17 +144,13 @@ class IndexManager:
             raise ParameterInvalid(f"{table.name!r} is an index; indexes are built on tables")
         if name in self.db._tables or name in self.views:
             raise ObjectAlreadyExist(f"a table or index named {describe(name)} already exists")
-        index_id = self.db._next_table_id()
+        batch = self.engine.batch()
+        index_id = self.db._take_table_id(batch)
         spec = check_index(table.schema, name, primary_key, defined_columns, index_type, index_id, 0)
         spec = replace(spec, building=include_base_data)
         # Take the id for good before any write can use it (configure makes the index live
         # for writers, which may write LOCAL entries under it): after a crash before the
         # catalog write, the id is not handed out again with those entries under it.
-        batch = self.engine.batch()
-        batch.put(layout.counter_key("table_id"), index_id.to_bytes(8, "big"))
-        for lo, hi in (layout.table_range(index_id), layout.checkpoint_range(index_id),
-                       layout.index_ref_range(index_id)):
-            batch.delete_range(lo, hi)  # nothing there, unless left by a crash of an older version
         self.engine.write(batch)
         old = table.schema
         table._set_schema(replace(old, indexes=old.indexes + (spec,)))
