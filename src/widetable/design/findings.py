@@ -13,6 +13,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..keys.builders import INT64_OFFSET  # a signed int64 with its sign bit flipped sorts as bytes
+
 INFO = "info"
 WARNING = "warning"
 CRITICAL = "critical"
@@ -110,7 +112,6 @@ SALT_PREFIX = re.compile(r"^\d{1,4}[,:#|_\-/]")
 
 
 BINARY_INT_WIDTH = 8  # an int64/uint64 stored big-endian in a BINARY key column
-INT64_OFFSET = 2**63  # keys.INT64_OFFSET: a signed int64 with its sign bit flipped sorts as bytes
 
 
 def as_int(v: object) -> int | None:

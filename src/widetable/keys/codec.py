@@ -41,7 +41,6 @@ MAX_KEY_VALUE_BYTES = 1024
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 INT_OFFSET = 2**63  # an INTEGER is stored as value + INT_OFFSET, unsigned
-_INT_OFFSET = INT_OFFSET
 
 
 class _Infinity:
@@ -67,7 +66,6 @@ _STRING_HEAD = bytes([CODE_STRING])
 _BINARY_HEAD = bytes([CODE_BINARY])
 _INTEGER_HEAD = bytes([CODE_INTEGER])
 TERMINATOR = b"\x00"  # ends a STRING or BINARY value (whose 0x00 bytes are escaped 0x00 0xFF)
-_TERMINATOR = TERMINATOR
 
 
 def encode_string(value: str) -> bytes:
@@ -80,7 +78,7 @@ def encode_string(value: str) -> bytes:
             f"primary key value {describe(value)} is {len(raw)} bytes; the limit is "
             f"{MAX_KEY_VALUE_BYTES}"
         )
-    return _STRING_HEAD + raw.replace(b"\x00", b"\x00\xff") + _TERMINATOR
+    return _STRING_HEAD + raw.replace(b"\x00", b"\x00\xff") + TERMINATOR
 
 
 def encode_binary(value: bytes) -> bytes:
@@ -89,13 +87,13 @@ def encode_binary(value: bytes) -> bytes:
             f"primary key value {describe(value)} is {len(value)} bytes; the limit is "
             f"{MAX_KEY_VALUE_BYTES}"
         )
-    return _BINARY_HEAD + bytes(value).replace(b"\x00", b"\x00\xff") + _TERMINATOR
+    return _BINARY_HEAD + bytes(value).replace(b"\x00", b"\x00\xff") + TERMINATOR
 
 
 def encode_integer(value: int) -> bytes:
     if not INT64_MIN <= value <= INT64_MAX:
         raise InvalidPK(f"primary key value {value} does not fit in a signed 64-bit integer")
-    return _INTEGER_HEAD + (value + _INT_OFFSET).to_bytes(8, "big")
+    return _INTEGER_HEAD + (value + INT_OFFSET).to_bytes(8, "big")
 
 
 def encode_element(value: PKValue, type_: str, name: str = "") -> bytes:
@@ -172,7 +170,7 @@ def decode_tuple(data: bytes, pos: int = 0) -> tuple[PKValue, ...]:
         elif code == CODE_INTEGER:
             if pos + 8 > n:
                 raise InvalidPK(f"truncated integer in key bytes {describe(data)}")
-            out.append(int.from_bytes(data[pos : pos + 8], "big") - _INT_OFFSET)
+            out.append(int.from_bytes(data[pos : pos + 8], "big") - INT_OFFSET)
             pos += 8
         else:
             raise InvalidPK(f"unknown type code 0x{code:02x} in key bytes {describe(data)}")
@@ -233,5 +231,5 @@ def encode_keys(
             joined = "".join(texts)
             if joined.isascii() and "\x00" not in joined and max(map(len, texts)) <= MAX_KEY_VALUE_BYTES:
                 head = prefix + _STRING_HEAD
-                return [head + t.encode() + _TERMINATOR for t in texts]
+                return [head + t.encode() + TERMINATOR for t in texts]
     return [prefix + encode(k) for k in keys]

@@ -138,7 +138,6 @@ def put_row(table: Table, pk: object, columns: object, condition: object) -> Wri
     return WriteResult(pk_tuple)
 
 
-
 def update_row(table: Table, pk: object, *changes: object) -> WriteResult:
     """``Table.update_row`` for a table with an auto-increment column: the key is concrete
     (AUTO_INCREMENT is for put_row), and a value above the counter raises it first, so
