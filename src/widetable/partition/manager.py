@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..errors import ParameterInvalid, describe
@@ -100,6 +101,7 @@ class PartitionManager:
                 tp = TablePartitions.decode(tid, blob, samples)
         if self._virtual:
             tp.router.clock = self.clock
+        tp.store = partial(self._engine.put, layout.partition_key(tid, layout.PARTITION_MAP))
         with self._lock:
             self._tables[tid] = (table, tp, TableStats(tp, now=self.clock()))
         self.configure(table)
@@ -206,8 +208,7 @@ class PartitionManager:
             p = tp.router.find(key)
             if p.start == key:
                 raise ParameterInvalid(f"a partition already starts at {describe(at)}")
-            split_partition(tp, stats, p, key, reason, self.clock())
-            self._save_map(tp)
+            split_partition(tp, stats, p, key, reason, self.clock())  # stores the map
 
     def merge(self, table: Table, index: int, reason: str = "manual") -> None:
         """Merge partition ``index`` with the one after it."""
@@ -219,5 +220,4 @@ class PartitionManager:
             a, b = parts[index], parts[index + 1]
             if a.state != SERVING or b.state != SERVING:
                 raise ParameterInvalid(f"partitions {a.id} and {b.id} are busy")
-            merge_partitions(tp, stats, a, b, reason, self.clock())
-            self._save_map(tp)
+            merge_partitions(tp, stats, a, b, reason, self.clock())  # stores the map

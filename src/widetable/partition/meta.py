@@ -19,6 +19,7 @@ within the stream's retention (its shard links are made of them).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgpack
@@ -60,6 +61,8 @@ class TablePartitions:
         # Seconds of splits and merges to keep past HISTORY_LIMIT (a stream's retention: its
         # shard links are made of them); None: the table has no stream.
         self.lineage_window: float | None = None
+        # Stores an encoded map (set by the partition manager): see ``install``.
+        self.store: Callable[[bytes], None] | None = None
 
     @classmethod
     def new(cls, table_id: int, split_points: list[bytes], now: float) -> TablePartitions:
@@ -74,6 +77,16 @@ class TablePartitions:
         if split_points:
             history.append([now, "split", "pre-split", [], [p.id for p in parts], None])
         return cls(table_id, Router(parts), history, len(parts))
+
+    def install(self, parts: list[Partition]) -> None:
+        """Make ``parts`` the table's partitions, storing the map before routing by it.
+
+        In this order no write reaches a partition that a crash could forget: its id
+        would be handed out again after reopening, and the change records logged
+        under it would be lost to the shard's consumers (streams, global indexes)."""
+        if self.store is not None:
+            self.store(self.encode_map(parts))
+        self.router.install(parts)
 
     def allocate_id(self) -> int:
         self.next_id += 1
@@ -101,11 +114,12 @@ class TablePartitions:
 
     # -- records ------------------------------------------------------------------
 
-    def encode_map(self) -> bytes:
+    def encode_map(self, parts: list[Partition] | None = None) -> bytes:
+        """The map record, of ``parts`` (default: the partitions routed to now)."""
         n = len(self.prefix)
-        parts = [[p.id, p.start[n:], p.pinned, p.created] for p in self.router.parts]
+        rows = [[p.id, p.start[n:], p.pinned, p.created] for p in parts or self.router.parts]
         return msgpack.packb(
-            {"v": FORMAT_VERSION, "next": self.next_id, "parts": parts, "history": self.history},
+            {"v": FORMAT_VERSION, "next": self.next_id, "parts": rows, "history": self.history},
             use_bin_type=True,
         )
 

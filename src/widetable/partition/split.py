@@ -73,7 +73,8 @@ def choose_size_split(samples: list[bytes], start: bytes, end: bytes | None) -> 
 def split_partition(
     tp: TablePartitions, stats: TableStats, p: Partition, key: bytes, reason: str, now: float
 ) -> tuple[Partition, Partition]:
-    """Replace ``p`` by ``[p.start, key)`` and ``[key, p.end)``; the caller persists the map."""
+    """Replace ``p`` by ``[p.start, key)`` and ``[key, p.end)``, storing the map before either
+    takes a write (``TablePartitions.install``)."""
     if not (p.start < key and (p.end is None or key < p.end)):
         raise ValueError(f"split key {key!r} is not inside partition {p.id}")
     p.state = SPLITTING
@@ -91,7 +92,7 @@ def split_partition(
     parts = list(tp.router.parts)
     i = parts.index(p)
     parts[i : i + 1] = [left, right]
-    tp.router.install(parts)
+    tp.install(parts)  # stores the map first
     # From here writes that were routed to p before the swap count in the children, so
     # p's counters stop moving and can be shared out (children may already hold some).
     p.successor = tp.router
@@ -107,7 +108,8 @@ def split_partition(
 def merge_partitions(
     tp: TablePartitions, stats: TableStats, a: Partition, b: Partition, reason: str, now: float
 ) -> Partition:
-    """Replace neighbours ``a`` and ``b`` by one partition; the caller persists the map."""
+    """Replace neighbours ``a`` and ``b`` by one partition, storing the map before it takes a
+    write (``TablePartitions.install``)."""
     if a.end != b.start:
         raise ValueError(f"partitions {a.id} and {b.id} are not neighbours")
     a.state = b.state = MERGING
@@ -121,7 +123,7 @@ def merge_partitions(
     parts = list(tp.router.parts)
     i = parts.index(a)
     parts[i : i + 2] = [m]
-    tp.router.install(parts)
+    tp.install(parts)  # stores the map first
     a.successor = b.successor = tp.router  # late writes to a or b count in m, as in a split
     m.est_bytes += a.est_bytes + b.est_bytes
     m.est_rows += a.est_rows + b.est_rows
