@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -14,9 +16,19 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..errors import ParameterInvalid, describe
+from . import render
 from .app import DataOpt, command, open_db
 from .literals import CliError
 from .render import console
+
+DEFAULT_MAX_OPS = 2_000_000  # widetable.design.simulate.MAX_OPS (a test keeps them equal)
+MaxOpsOpt = Annotated[int, typer.Option(
+    "--max-ops", min=1,
+    help="Refuse a run that would replay more operations than this over all designs "
+         "(about 10-15 minutes of work); raise it deliberately for a bigger run.")]
+ProgressOpt = Annotated[bool | None, typer.Option(
+    "--progress/--no-progress", show_default=False,
+    help="Show a progress bar per design on stderr (default: when stderr is a terminal).")]
 
 _SEV_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow", "info": "bold white on blue"}
 
@@ -112,6 +124,70 @@ def _report_table(report) -> RichTable:
     return t
 
 
+class _Tracker:
+    """Follows a simulation for the progress bars and for the message on Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.design: str | None = None
+        self.done = self.total = 0
+        self.bar = None
+        self.tasks: dict[str, object] = {}
+
+    def __call__(self, design: str, done: int, total: int) -> None:
+        self.design, self.done, self.total = design, done, total
+        if self.bar is not None:
+            self.bar.update(self.tasks[design], completed=done, total=total)
+
+
+@contextlib.contextmanager
+def _bars(tracker: _Tracker, designs, ops: int, enabled: bool) -> Iterator[None]:
+    """One rich progress bar per design on stderr while the block runs (if ``enabled``)."""
+    if not enabled:
+        yield
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TimeRemainingColumn(), console=render.err_console)
+    with bar:
+        tracker.tasks = {d.name: bar.add_task(d.name, total=ops) for d in designs}
+        tracker.bar = bar
+        try:
+            yield
+        finally:
+            tracker.bar = None
+
+
+def _run_simulation(w, designs: list[str] | None, config, max_ops: int, progress: bool | None):
+    """Check the size of the run, state it, and run it with progress bars; Ctrl-C stops it
+    with one line on stderr and exit code 130."""
+    from ..design.simulate import plan, simulate
+
+    p = plan(w, designs, config, max_ops)  # an oversized run fails here, before any work
+    source = (f"--ops {config.ops:,}" if config.ops is not None
+              else f"rate {w.rate:g}/s x duration {w.duration:g} s")
+    render.note(f"simulate {w.name}: {p.ops:,} operations per design ({source}) x "
+                f"{len(p.designs)} design(s) ({', '.join(d.name for d in p.designs)}) = "
+                f"{p.total:,} operations")
+    tracker = _Tracker()
+    enabled = render.err_console.is_terminal if progress is None else progress
+    try:
+        with _bars(tracker, p.designs, p.ops, enabled):
+            return simulate(w, designs, config, progress=tracker, max_ops=max_ops)
+    except KeyboardInterrupt:
+        where = (f" in design {tracker.design!r} after {tracker.done:,} of {tracker.total:,} operations"
+                 if tracker.design is not None else "")
+        render.err(f"Interrupted: simulation of {w.name!r} stopped{where}; no report.")
+        raise typer.Exit(130) from None
+
+
 @command("simulate")
 def simulate_cmd(
     ctx: typer.Context,
@@ -126,11 +202,12 @@ def simulate_cmd(
     chart: Annotated[str | None, typer.Option("--chart", help="Write a PNG chart comparing the designs.")] = None,
     keyviz: Annotated[str | None, typer.Option("--keyviz", help="Write each design's Key Visualizer (.png or .html) into this directory.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    max_ops: MaxOpsOpt = DEFAULT_MAX_OPS,
+    progress: ProgressOpt = None,
     data: DataOpt = None,
 ) -> None:
     """Replay a workload against real stores under each key design and compare them."""
     from ..design.simulate import SimConfig
-    from ..design.simulate import simulate as run
     from ..design.workloads import get_workload
 
     if from_table:
@@ -143,7 +220,8 @@ def simulate_cmd(
         w = get_workload(workload)
     if save_workload:
         _save(w, save_workload)
-    report = run(w, design or None, SimConfig(nodes=nodes, capacity=capacity, ops=ops, seed=seed))
+    config = SimConfig(nodes=nodes, capacity=capacity, ops=ops, seed=seed)
+    report = _run_simulation(w, design or None, config, max_ops, progress)
     if chart:
         from ..design.chart import render_report_chart
 
@@ -195,6 +273,8 @@ def keyviz_cmd(
     workload: Annotated[str | None, typer.Option("--workload", help="Draw a simulator run of this workload instead of a table.")] = None,
     design: Annotated[str | None, typer.Option("--design", help="The design of --workload to run.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulator run.")] = 0,
+    max_ops: MaxOpsOpt = DEFAULT_MAX_OPS,
+    progress: ProgressOpt = None,
     data: DataOpt = None,
 ) -> None:
     """Draw a Key Visualizer heatmap (time across, key space down) as PNG or HTML."""
@@ -203,12 +283,12 @@ def keyviz_cmd(
     if metric not in METRICS:
         raise typer.BadParameter(f"{metric!r} is not one of {', '.join(METRICS)}", param_hint="'--metric'")
     if workload:
-        from ..design.simulate import SimConfig, simulate
+        from ..design.simulate import SimConfig
         from ..design.workloads import get_workload
 
         w = get_workload(workload)
         name = design or w.designs[0].name
-        result = simulate(w, [name], SimConfig(seed=seed)).results[0]
+        result = _run_simulation(w, [name], SimConfig(seed=seed), max_ops, progress).results[0]
         matrix = from_simulation(result.keyviz, metric, rows, cold)
     elif table:
         with open_db(ctx, data) as db:

@@ -115,6 +115,16 @@ class Workload:
     description: str = ""
     seed_rule: str = ""
 
+    @property
+    def planned_ops(self) -> int:
+        """Operations one design replays by default: ``rate x duration``, rounded down.
+        (How many a run may replay is the simulator's limit, not the workload's.)"""
+        ops = self.rate * self.duration
+        if not math.isfinite(ops):
+            raise ParameterInvalid(f"workload {self.name!r}: rate {describe(self.rate)} x duration "
+                                   f"{describe(self.duration)} is not a finite number of operations")
+        return int(ops)
+
     def design(self, name: str) -> KeyDesign:
         for d in self.designs:
             if d.name == name:
@@ -164,7 +174,10 @@ PARAM_RANGES = {"pad": (1, None), "hash_prefix": (1, 32), "salted": (1, None), "
 
 
 def _is_number(v: object) -> bool:
-    return type(v) in (int, float) and math.isfinite(v)
+    try:
+        return type(v) in (int, float) and math.isfinite(v)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _is_int(v: object) -> bool:
@@ -358,6 +371,10 @@ def workload_from_dict(d: dict) -> Workload:
         value = d.get(setting, 1.0)
         if not _is_number(value) or not value > 0:
             raise ParameterInvalid(f"a workload's {setting} must be a number > 0 and finite, got {describe(value)}")
+    rate, duration = d.get("rate", 200.0), d.get("duration", 120.0)
+    if not math.isfinite(float(rate) * float(duration)):
+        raise ParameterInvalid(f"a workload's rate {describe(rate)} x duration {describe(duration)} "
+                               f"must be a finite number of operations")
     value_bytes = d.get("value_bytes", 100)
     if not _is_int(value_bytes) or value_bytes < 0:
         raise ParameterInvalid(f"a workload's value_bytes must be an integer >= 0, got {describe(value_bytes)}")
