@@ -143,7 +143,8 @@ def update_row(table: Table, pk: object, *changes: object) -> WriteResult:
     (AUTO_INCREMENT is for put_row), and a value above the counter raises it first, so
     values given out later never land on the row this update may create. Should the
     update then be refused, the counter stays raised: values only skip some numbers."""
-    pk_tuple, _ = table._key(pk)  # a concrete, valid key (the codec refuses AUTO_INCREMENT)
+    encoded = table._key(pk)  # a concrete, valid key (the codec refuses AUTO_INCREMENT)
+    pk_tuple = encoded[0]
     counters = table._db._autoinc
     ckey = counter_key(table, pk_tuple[0])
     value = pk_tuple[table._auto_index]  # type: ignore[index]
@@ -152,4 +153,4 @@ def update_row(table: Table, pk: object, *changes: object) -> WriteResult:
         if last is None or value > last:
             table._engine.put(ckey, encode_counter(value))
             counters.note(ckey, value)
-        return table._update_row(pk_tuple, *changes)
+        return table._update_row(pk_tuple, *changes, encoded=encoded)

@@ -507,8 +507,10 @@ class Table:
         return self._update_row(pk, put, delete_version, delete_column, increment, condition)
 
     def _update_row(self, pk: object, put: object, delete_version: object, delete_column: object,
-                    increment: object, condition: object) -> WriteResult:
-        values, key = self._key(pk)
+                    increment: object, condition: object,
+                    encoded: tuple[tuple, bytes] | None = None) -> WriteResult:
+        """``update_row``'s body; ``encoded``: ``self._key(pk)`` when the caller has it."""
+        values, key = self._key(pk) if encoded is None else encoded
         now = now_ms()
         puts = normalize_cells(put, now, self._options.max_time_deviation, "put")
         # Each kind is checked only when given: a put-only update (the common one)
