@@ -25,6 +25,7 @@ from ..server.proto import enum_value, pb
 from ..stream import api as stream_api
 from ..stream.api import StreamDescription, StreamInfo, StreamRecords
 from ..table.batch import (
+    _READ_OPTIONS,
     MAX_BATCH_GET,
     MAX_BATCH_WRITE,
     _check_count,
@@ -275,19 +276,23 @@ class RemoteDatabase:
             name, pk, opts, result = parse_get_item(item)
             results.append(result)
             try:
+                # Checked in the store's order: the options' names, the table, the key, then
+                # the options' values (an option the store does not know is refused, not
+                # dropped).
+                if not isinstance(opts, dict) or set(opts) - set(_READ_OPTIONS):
+                    raise ParameterInvalid(f"batch_get_row options must be a dict of "
+                                           f"{_READ_OPTIONS}, got {describe(opts)}")
                 table = self.table(name)
                 values = table._pk_values(pk)
             except WidetableError as exc:
                 result.error = exc
                 continue
             result.primary_key = values
-            key = (name, repr(sorted(opts.items())) if isinstance(opts, dict) else repr(opts))
+            key = (name, repr(sorted(opts.items())))
             msg = groups.get(key)
             if msg is None:
                 scratch = pb.TableInBatchGetRowRequest(table_name=name)
                 try:
-                    if not isinstance(opts, dict):
-                        raise ParameterInvalid(f"batch_get_row options must be a dict, got {describe(opts)}")
                     fill_read(scratch, opts.get("columns"), opts.get("max_versions"),
                               opts.get("time_range"), opts.get("filter"))
                 except WidetableError as exc:
@@ -333,6 +338,11 @@ class RemoteDatabase:
         tables: dict[str, list[bytes]] = {}  # table -> its rows: framed messages, in parts
         results: list[BatchWriteResult] = []
         known: dict[str, RemoteTable] = {}
+        # Rows named so far, to refuse a batch naming one twice as the store does. The
+        # server would too, but only among the rows sent: one that fails here (a value
+        # it cannot carry) is not, and its twin would be written. (A transaction's batch
+        # is the server's to judge: it takes its rows one by one.)
+        seen: set[tuple[str, bytes]] | None = None if transaction_id else set()
         for item in requests:
             name, op, pk, payload, condition = parse_write_item(item)
             result = BatchWriteResult(name, op, pk if isinstance(pk, tuple) else (pk,))
@@ -341,7 +351,17 @@ class RemoteDatabase:
                 table = known.get(name) if type(name) is str else None
                 if table is None:
                     table = known[name] = self.table(name)
-                values = result.primary_key = table._pk_values(pk)
+                values, key = table._key(pk)
+                result.primary_key = values
+            except WidetableError as exc:
+                result.error = exc
+                continue
+            if seen is not None and key is not None:
+                if (name, key) in seen:
+                    raise ParameterInvalid(
+                        f"batch_write_row names row {describe(values)} of table {name!r} twice")
+                seen.add((name, key))
+            try:
                 row = _write_row(table, op, values, payload, condition)
             except WidetableError as exc:
                 result.error = exc

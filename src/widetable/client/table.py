@@ -19,7 +19,7 @@ from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
 from ..table.filters import as_condition
 from ..table.row import RangeResult, Row, WriteResult
-from ..table.schema import TableSchema
+from ..table.schema import AUTO_INCREMENT, TableSchema
 from ..table.table import SCAN_PAGE_ROWS, Table, _check_direction, follow_pages, full_range
 from .native import Unsendable
 
@@ -63,12 +63,37 @@ def read_row(buf: bytes) -> Row:
     return Row(pk, dict(zip(names, values)), first if shared else dict(zip(names, stamps)))
 
 
-def _check_timestamp(t: object, time_range: object) -> None:
-    """A time_range bound the protobuf message can hold; the server checks the rest."""
-    if type(t) is not int or not 0 <= t < 2**63:
-        raise ParameterInvalid(
-            f"time_range must be (start_ms, end_ms) with 0 <= start < end, or one timestamp "
-            f"(>= 0); got {describe(time_range)}")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # what a protobuf int64 holds
+ALL_VERSIONS = 2**31 - 1  # the largest max_versions an int32 holds, and any table keeps
+
+
+def _bad_time_range(time_range: object) -> ParameterInvalid:
+    return ParameterInvalid(
+        f"time_range must be (start_ms, end_ms) with 0 <= start < end, or one timestamp "
+        f"(>= 0); got {describe(time_range)}")
+
+
+def _int64(t: object, time_range: object) -> int:
+    """A time_range bound the message can hold; the server checks the rest."""
+    if type(t) is not int or not INT64_MIN <= t <= INT64_MAX:
+        raise _bad_time_range(time_range)
+    return t
+
+
+def _wire_time_range(time_range: tuple | list) -> tuple[int, int]:
+    """``(start, end)`` as int64s that read the same versions.
+
+    The store takes any ``0 <= start < end``. No version is stamped anywhere near
+    int64's end (a write's timestamp is within ``max_time_deviation``, at most 2**31 - 1
+    s, of now), so a range reaching past it reads what the range cut there reads: it is
+    cut, not refused for a limit of the message alone. Any other pair travels as it is,
+    for the server to refuse as the store does (or is refused here, if the message
+    cannot hold it).
+    """
+    start, end = time_range
+    if type(start) is int and type(end) is int and 0 <= start < end:
+        return min(start, INT64_MAX - 1), min(end, INT64_MAX)
+    return _int64(start, time_range), _int64(end, time_range)
 
 
 def fill_read(msg, columns, max_versions, time_range, filter) -> None:
@@ -76,20 +101,23 @@ def fill_read(msg, columns, max_versions, time_range, filter) -> None:
     if columns is not None:
         if isinstance(columns, str) or not isinstance(columns, (list, tuple, set)):
             raise ParameterInvalid(f"columns must be a list of column names, got {describe(columns)}")
-        msg.columns_to_get.extend(columns)
+        try:
+            msg.columns_to_get.extend(columns)
+        except (TypeError, ValueError):  # not text, or not Unicode text (UnicodeEncodeError)
+            raise ParameterInvalid(
+                f"columns must be a list of column names, got {describe(columns)}") from None
     if type(time_range) is int:
-        _check_timestamp(time_range, time_range)
-        msg.time_range.specific_time = time_range
+        msg.time_range.specific_time = _int64(time_range, time_range)
     elif time_range is not None:
         if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
             raise ParameterInvalid(f"time_range must be (start_ms, end_ms), got {describe(time_range)}")
-        for t in time_range:
-            _check_timestamp(t, time_range)
-        msg.time_range.start_time, msg.time_range.end_time = time_range
+        msg.time_range.start_time, msg.time_range.end_time = _wire_time_range(time_range)
     if max_versions is not None:
-        if type(max_versions) is not int or not 0 < max_versions < 2**31:
+        if type(max_versions) is not int or max_versions < 1:
             raise ParameterInvalid(f"max_versions must be a positive integer, got {describe(max_versions)}")
-        msg.max_versions = max_versions
+        # More than an int32 holds reads every version, as ALL_VERSIONS does: no table keeps
+        # more (its max_versions is an int32 too), so the read is the same.
+        msg.max_versions = min(max_versions, ALL_VERSIONS)
     else:  # the library's default; a time range alone would read every version in it
         msg.max_versions = 1
     if filter is not None:
@@ -109,18 +137,29 @@ class RemoteTable:
         self.name = schema.name
         self._names = schema.pk_names
         self._auto = schema.auto_increment
+        self._encode = codec.make_encoder(schema.pk_types, schema.pk_names)
 
     def __repr__(self) -> str:
         return f"<RemoteTable {self.name!r} pk={list(self.schema.primary_key)}>"
 
     def _pk_values(self, pk: object) -> tuple:
+        return self._key(pk)[0]
+
+    def _key(self, pk: object) -> tuple[tuple, bytes | None]:
+        """The key tuple and the store's bytes of it (None for a key asking for an
+        auto-increment value). The key is checked with the store's own encoder, so a bad
+        one is OTSInvalidPK here as there, and is refused before anything else of the call
+        is, in the store's order (a value the message could carry but the store refuses
+        would otherwise fail on other grounds first, or a batch's row whole)."""
         values = self.normalize_pk(pk)
         if len(values) != len(self._names):
             from ..errors import InvalidPK
 
             raise InvalidPK(f"primary key {describe(pk)} must have {len(self._names)} columns "
                             f"{list(self._names)}")
-        return values
+        if self._auto and AUTO_INCREMENT in values:
+            return values, None
+        return values, self._encode(values)
 
     def _pk_cells(self, pk: object) -> tuple[tuple, list]:
         values = self._pk_values(pk)

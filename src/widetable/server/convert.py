@@ -450,8 +450,14 @@ def is_filter(f: object) -> bool:
 
 
 def bound(names: tuple[str, ...], values: object, pad: object) -> list[tuple[str, object]]:
-    """A range bound as PlainBuffer key cells, padded with ``pad`` to the full key."""
+    """A range bound as PlainBuffer key cells, padded with ``pad`` to the full key. A dict
+    naming a column that is not a key column is refused, as the store refuses it (it
+    would otherwise be dropped, widening the range)."""
     if isinstance(values, dict):
+        unknown = [n for n in values if n not in names]
+        if unknown:
+            raise _invalid_pk(f"range bound {describe(values)} names {describe(unknown[0])}, "
+                              f"not one of the key columns {list(names)}")
         vals = [values.get(n, pad) for n in names]
     elif isinstance(values, (tuple, list)):
         vals = list(values) + [pad] * (len(names) - len(values))

@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import fastcrc
 
-from ..errors import ParameterInvalid, describe
+from ..errors import InvalidPK, ParameterInvalid, WidetableError, describe
 from ..keys.codec import INF_MAX, INF_MIN
 from ..table.schema import AUTO_INCREMENT
 
@@ -143,7 +143,7 @@ def _value_bytes(value: object, pk: bool) -> tuple[bytes, bytes]:
     elif t is float:
         body = bytes((VT_DOUBLE,)) + _F64.pack(value)  # type: ignore[arg-type]
     elif t is str:
-        raw = value.encode("utf-8")  # type: ignore[union-attr]
+        raw = _utf8(value)  # type: ignore[arg-type]
         body = bytes((VT_STRING,)) + _U32.pack(len(raw)) + raw
     elif t in (bytes, bytearray, memoryview):
         raw = bytes(value)  # type: ignore[arg-type]
@@ -151,6 +151,22 @@ def _value_bytes(value: object, pk: bool) -> tuple[bytes, bytes]:
     else:
         raise ParameterInvalid(f"PlainBuffer cannot encode a value of type {t.__name__}")
     return _U32.pack(len(body)) + body, body
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8. A str that is not Unicode text (a lone surrogate) cannot travel:
+    refused as the store refuses it, where ``str.encode`` would raise UnicodeEncodeError
+    out of the client."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ParameterInvalid(f"value {describe(text)} is not valid Unicode text") from None
+
+
+def _refused(name: str, message: str, pk: bool) -> WidetableError:
+    """The error for a cell the encoder cannot write: OTSInvalidPK for a key column, as the
+    store names a bad key, else OTSParameterInvalid."""
+    return (InvalidPK if pk else ParameterInvalid)(f"column {name!r}: {message}")
 
 
 def encode_value(value: object) -> bytes:
@@ -169,7 +185,11 @@ def _name_head(name: str) -> tuple[bytes, int]:
     if hit is None:
         if not isinstance(name, str):
             raise ParameterInvalid(f"column name {describe(name)} must be a string")
-        raw = name.encode("utf-8")
+        try:
+            raw = name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ParameterInvalid(
+                f"column name {describe(name)} is not valid Unicode text") from None
         hit = (bytes((TAG_CELL, TAG_CELL_NAME)) + _U32.pack(len(raw)) + raw, _crc(raw, 0))
         if type(name) is str and len(_NAME_HEADS) < _NAME_CACHE_MAX:
             _NAME_HEADS[name] = hit
@@ -182,7 +202,14 @@ def _encode_cell(out: bytearray, name: str, value: object, op: int | None, ts: i
     out += head
     t = type(value)
     if t is bytes or t is str:  # the common cases, without building intermediate buffers
-        raw = value if t is bytes else value.encode("utf-8")  # type: ignore[union-attr]
+        if t is bytes:
+            raw = value
+        else:
+            try:
+                raw = value.encode("utf-8")  # type: ignore[union-attr]
+            except UnicodeEncodeError:  # a lone surrogate: refused as the store refuses it
+                raise _refused(name, f"value {describe(value)} is not valid Unicode text",
+                               pk) from None
         n = len(raw)
         covered = _LEN_HEAD.pack(VT_BLOB if t is bytes else VT_STRING, n)
         out += _VALUE_HEAD.pack(TAG_CELL_VALUE, n + 5)
@@ -193,7 +220,7 @@ def _encode_cell(out: bytearray, name: str, value: object, op: int | None, ts: i
         try:
             wire, covered = _value_bytes(value, pk)
         except ParameterInvalid as exc:
-            raise ParameterInvalid(f"column {name!r}: {exc.message}") from None
+            raise _refused(name, exc.message, pk) from None
         out.append(TAG_CELL_VALUE)
         out += wire
         crc = _crc(covered, crc)
