@@ -4,6 +4,7 @@ with OTSParameterInvalid (or OTSInvalidPK) naming it, and nothing changes."""
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
@@ -68,3 +69,44 @@ def test_other_call_arguments(db, tmp_path):
         for bad in ("x", -1, 0, math.inf):
             with pytest.raises(ParameterInvalid, match=f"{what} must be seconds > 0 or None"):
                 widetable.open(str(tmp_path / "s"), **{what: bad})
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"max_versions": 0}, "max_versions must be an integer >= 1, got 0"),
+    ({"time_range": (5, 1)}, r"time_range must be .* got \(5, 1\)"),
+    ({"columns": "c"}, "columns must be a list of column names, got 'c'"),
+    ({"filter": 5}, "filter must be a Filter or ColumnPagination, got 5"),
+])
+def test_get_row_checks_its_options_whether_or_not_the_row_exists(db, options, message):
+    t = db.create_table("t", [("k", "STRING")])
+    t.put_row(("here",), {"c": 1})
+    for key in ("here", "absent"):  # absent: it used to answer None without a look
+        with pytest.raises(ParameterInvalid, match=message):
+            t.get_row((key,), **options)
+
+
+@pytest.mark.parametrize("ts", [-1, 2**63, 2**64])
+def test_delete_version_timestamps_are_milliseconds_in_range(db, ts):
+    t = db.create_table("t", [("k", "STRING")], max_versions=3)
+    stamp = int(time.time() * 1000)
+    t.put_row(("a",), {"c": (1, stamp)})
+    with pytest.raises(ParameterInvalid, match=rf"delete_version of 'c': timestamp {ts} must be "
+                                               r"milliseconds in \[0, 2\*\*63\)"):
+        t.update_row(("a",), delete_version={"c": ts})
+    assert t.get_row(("a",)).versions("c") == [(1, stamp)]
+
+
+def test_batch_rows_with_text_that_is_not_unicode_are_refused_alone(db):
+    """The batch sized each payload by encoding its text before checking it: a lone
+    surrogate in an update or a conditional put raised UnicodeEncodeError out of the call."""
+    db.create_table("t", [("k", "STRING")])
+    bad = "x\udc00"
+    results = db.batch_write_row([
+        ("t", "update", ("a",), {"put": {"c": bad}}),
+        ("t", "put", ("b",), {"c": bad}, widetable.Condition("EXPECT_NOT_EXIST")),
+        ("t", "update", ("c",), {"delete_column": [bad]}),
+        ("t", "put", ("d",), {"c": 1}),
+    ])
+    assert [r.error.code if r.error else None for r in results] == [
+        "OTSParameterInvalid", "OTSParameterInvalid", "OTSParameterInvalid", None]
+    assert [r.primary_key for r in db.table("t").scan()] == [("d",)]

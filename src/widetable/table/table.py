@@ -28,6 +28,7 @@ from .values import (
     INT64_MAX,
     INT64_MIN,
     MAX_COLUMNS_PER_WRITE,
+    MAX_TIMESTAMP,
     check_column_name,
     check_packed,
     check_value,
@@ -225,16 +226,18 @@ class Table:
         select versions; ``columns`` projects; ``filter`` is a Filter or a
         ColumnPagination.
         """
+        plain = columns is None and max_versions is None and time_range is None and filter is None
+        # Options are checked before the read: a bad one is refused whether the row exists
+        # or not, as get_range and batch_get_row refuse it.
+        reader = None if plain else self.reader(columns, max_versions, time_range, filter)
         blob = self.stored_row(pk)
         if blob is None:
             return None
-        if (
-            self._plain_reads and columns is None and max_versions is None
-            and time_range is None and filter is None
-        ):
-            row = _unpack(blob)
-            return Row(row[1], row[2], row[3])
-        reader = self.reader(columns, max_versions, time_range, filter)
+        if reader is None:
+            if self._plain_reads:
+                row = _unpack(blob)
+                return Row(row[1], row[2], row[3])
+            reader = self.reader(None, None, None, None)
         return reader(_unpack(blob))
 
     def stored_row(self, pk: object) -> bytes | None:
@@ -518,8 +521,9 @@ class Table:
         del_versions = _pairs(delete_version, "delete_version") if delete_version is not None else []
         for name, ts in del_versions:
             check_column_name(name)
-            if type(ts) is not int:
-                raise ParameterInvalid(f"delete_version of {name!r}: timestamp {describe(ts)} must be an int")
+            if type(ts) is not int or not 0 <= ts <= MAX_TIMESTAMP:
+                raise ParameterInvalid(f"delete_version of {name!r}: timestamp {describe(ts)} must "
+                                       "be milliseconds in [0, 2**63)")
         del_columns = _names(delete_column) if delete_column is not None else []
         incs = _increments(increment) if increment is not None else []
         total = len(puts) + len(del_versions) + len(del_columns) + len(incs)

@@ -77,10 +77,12 @@ def check_value(name: str, value: object) -> object:
 
 
 def value_size(value: object) -> int:
-    """Bytes a value counts for in request-size limits (Tablestore's rules)."""
+    """Bytes a value counts for in request-size limits (Tablestore's rules). Never raises:
+    a str that is not Unicode text (a lone surrogate) is sized as its code points would
+    be, and refused (OTSParameterInvalid, its row alone) where its row is encoded."""
     t = type(value)
     if t is str:
-        return len(value.encode())  # type: ignore[union-attr]
+        return len(value.encode("utf-8", "surrogatepass"))  # type: ignore[union-attr]
     if t is bytes:
         return len(value)  # type: ignore[arg-type]
     if t is bool:
