@@ -184,6 +184,9 @@ def test_sigint_to_a_running_simulation(tmp_path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "widetable", "--data", str(tmp_path / "d"), "simulate", "monitoring",
          "--no-progress"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        # A shell's background job starts with SIGINT ignored, and a child inherits that:
+        # the child must take SIGINT as a terminal's Ctrl-C delivers it, whatever ran us.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         first = proc.stderr.readline()  # the plan: the simulation starts right after it

@@ -25,11 +25,24 @@ from . import serving
 from .test_http import IDLE, LIST, Reader, request, start
 
 
-@pytest.fixture
-def served(tmp_path):
+def _serve(tmp_path, **options):
     db = widetable.open(str(tmp_path / "d"), purge_interval=None)
     db.create_table("t", [("k", "STRING"), ("n", "INTEGER")])
-    server = start(db, idle_timeout=IDLE)
+    return start(db, **options)
+
+
+@pytest.fixture
+def served(tmp_path):
+    """The default idle timeout (60 s): a pause of a loaded machine closes nothing."""
+    server = _serve(tmp_path)
+    yield server
+    server.drain(5)
+
+
+@pytest.fixture
+def served_idle(tmp_path):
+    """A server that closes connections idle for IDLE seconds."""
+    server = _serve(tmp_path, idle_timeout=IDLE)
     yield server
     server.drain(5)
 
@@ -198,8 +211,8 @@ def test_an_oversized_frame_is_refused_and_the_connection_closed(served) -> None
 # -- widetable.connect over it -----------------------------------------------------------
 
 
-def test_connect_uses_the_native_protocol_and_reconnects_after_idle_close(served) -> None:
-    db = connect(served)
+def test_connect_uses_the_native_protocol_and_reconnects_after_idle_close(served_idle) -> None:
+    db = connect(served_idle)
     t = db.table("t")
     t.put_row(("a", 1), {"v": 1})
     assert db.protocol == "native"

@@ -209,14 +209,15 @@ def test_batch_writes_and_range_reads_never_see_torn_rows(table, db) -> None:
 
 @pytest.mark.parametrize("engine_name", ["rocksdb"], indirect=True)
 def test_purge_runs_alongside_writers(table, db, now) -> None:
-    t = table("p", pk=[("k", "INTEGER")], ttl=1, max_versions=2)
+    # The counters must not expire meanwhile: a TTL well past a loaded machine's pauses.
+    t = table("p", pk=[("k", "INTEGER")], ttl=10, max_versions=2)
 
     def work(i: int) -> None:
         for j in range(100):
             if i == 0:
                 db.purge_expired("p")
             else:
-                t.update_row((j % 10,), put={"old": (1, now - 10_000)}, increment={"n": 1})
+                t.update_row((j % 10,), put={"old": (1, now - 100_000)}, increment={"n": 1})
 
     run_threads(work, 4)
     assert sum(r["n"] for r in t.scan()) == 300

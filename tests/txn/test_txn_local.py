@@ -189,12 +189,12 @@ def test_writer_waits_for_a_short_transaction(db, t):
 
 def test_idle_timeout_aborts(db, t):
     db._txns.conflict_wait = 0.01
-    txn = db.start_local_transaction("acct", "u1", timeout=0.3)
+    txn = db.start_local_transaction("acct", "u1", timeout=1.5)
     txn.put_row(("u1", "x"), {"a": 1})
-    for _ in range(4):  # activity keeps it alive past its timeout
-        time.sleep(0.1)
+    for _ in range(4):  # activity keeps it alive past its timeout (with a second to spare:
+        time.sleep(0.5)  # a loaded machine may pause this process that long)
         txn.get_row(("u1", "x"))
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 6
     while db._txn_locks and time.monotonic() < deadline:  # the reaper aborts it unprompted
         time.sleep(0.02)
     assert not db._txn_locks
