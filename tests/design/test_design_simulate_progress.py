@@ -181,13 +181,18 @@ def test_cli_ctrl_c_stops_with_130_and_one_line(cli, tmp_path, monkeypatch) -> N
 
 def test_sigint_to_a_running_simulation(tmp_path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "widetable", "--data", str(tmp_path / "d"), "simulate", "monitoring",
-         "--no-progress"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-        # A shell's background job starts with SIGINT ignored, and a child inherits that:
-        # the child must take SIGINT as a terminal's Ctrl-C delivers it, whatever ran us.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    # A shell's background job starts with SIGINT ignored, and a child inherits an ignored
+    # signal (a handled one is reset to the default by exec): handle it while starting the
+    # child, which then takes SIGINT as a terminal's Ctrl-C delivers it, whatever ran us.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "widetable", "--data", str(tmp_path / "d"), "simulate",
+             "monitoring", "--no-progress"],
+            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         first = proc.stderr.readline()  # the plan: the simulation starts right after it
         assert "48,000 operations per design" in first
