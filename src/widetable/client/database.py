@@ -34,7 +34,13 @@ from ..table.batch import (
 )
 from ..table.filters import RowExistence, as_condition
 from ..table.row import BatchGetResult, BatchWriteResult, WriteResult
-from ..table.schema import AUTO_INCREMENT, DEFAULT_MAX_TIME_DEVIATION, TableOptions, TableSchema
+from ..table.schema import (
+    DEFAULT_MAX_TIME_DEVIATION,
+    TableOptions,
+    TableSchema,
+    check_auto_increment,
+    check_primary_key,
+)
 from ..table.transaction import DEFAULT_TIMEOUT
 from ..table.values import MAX_REQUEST_BYTES
 from . import streams
@@ -60,6 +66,7 @@ class RemoteDatabase:
                                    f"got {describe(protocol)}")
         self._transport = transport
         self._tables: dict[str, RemoteTable] = {}
+        self._bases: dict[str, str] = {}  # index name -> its table (for fetch_base)
         self._lock = threading.Lock()
         self.endpoint = transport.endpoint
         self._closed = False
@@ -128,31 +135,23 @@ class RemoteDatabase:
         reserved = _reserved(partition_options)
         req = pb.CreateTableRequest()
         req.table_meta.table_name = name if isinstance(name, str) else describe(name)
-        if not isinstance(primary_key, (list, tuple)):
-            raise ParameterInvalid(f"primary_key must be a list of (name, type), got {describe(primary_key)}")
-        for col in primary_key:
-            if not isinstance(col, (list, tuple)) or len(col) not in (2, 3):
-                raise ParameterInvalid(f"primary key column must be (name, type[, AUTO_INCREMENT]), got {describe(col)}")
-            code = convert.PK_TYPE_CODES.get(col[1])
-            if code is None or not isinstance(col[0], str):
-                raise ParameterInvalid(f"invalid primary key column {describe(col)}")
-            c = req.table_meta.primary_key.add(name=col[0], type=code)
-            if len(col) == 3:
-                if col[2] is not AUTO_INCREMENT:
-                    raise ParameterInvalid(f"unknown primary key option {describe(col[2])}")
+        # The store's own checks: type names in any case, and auto-increment declared in
+        # each form the store takes, travel as the store reads them.
+        key = check_primary_key(primary_key)
+        auto = check_auto_increment(primary_key)
+        for column, kind in key:
+            c = req.table_meta.primary_key.add(name=column, type=convert.PK_TYPE_CODES[kind])
+            if column == auto:
                 c.option = convert.AUTO_INCREMENT_OPTION
         req.reserved_throughput.capacity_unit.read = reserved or 0
         req.reserved_throughput.capacity_unit.write = 0
         _fill_defined(req.table_meta, defined_columns)
-        for attr, value in (("max_versions", max_versions), ("time_to_live", -1 if ttl is None else ttl),
-                            ("deviation_cell_version_in_sec", max_time_deviation)):
-            if type(value) is not int:
-                raise ParameterInvalid(f"{attr} must be an int, got {describe(value)}")
-            setattr(req.table_options, attr, value)
+        _fill_options(req.table_options, max_versions, -1 if ttl is None else ttl,
+                      max_time_deviation)
         if stream or type(stream_retention) is not int or stream_retention != 86400:
             _fill_stream_spec(req.stream_spec, stream, stream_retention)
         if split_points:
-            kind = primary_key[0][1]
+            kind = key[0][1]
             bounds = [None, *split_points, None]
             for lo, hi in itertools.pairwise(bounds):
                 req.partitions.add(begin=_split_value(lo, kind, 9), end=_split_value(hi, kind, 10))
@@ -175,6 +174,41 @@ class RemoteDatabase:
         with self._lock:
             self._tables[name] = table
         return table
+
+    def _index_owner(self, name: str) -> str | None:
+        """The table whose index ``name`` is, or None if it is no index. Neither protocol
+        tells an index's table, so the catalog is searched for it; what is found is kept,
+        as tables are."""
+        with self._lock:
+            owner = self._bases.get(name)
+        if owner is None:
+            owner = next((table for table in self.list_tables()
+                          if any(i.name == name for i in self.describe_table(table).indexes)),
+                         None)
+            if owner is not None:
+                with self._lock:
+                    self._bases[name] = owner
+        return owner
+
+    def _index_base(self, index: RemoteTable) -> tuple[RemoteTable, tuple[int, ...]]:
+        """The table ``index`` indexes, and where that table's key columns sit in the
+        index's key: what ``fetch_base`` reads with."""
+        owner = self._index_owner(index.name)
+        if owner is None:
+            raise ParameterInvalid(f"fetch_base reads the table rows an index points to, and "
+                                   f"{index.name!r} is not an index")
+        base = self.table(owner)
+        return base, tuple(index._names.index(n) for n in base._names)
+
+    def _refuse_index_write(self, name: str) -> None:
+        """ParameterInvalid if ``name`` is an index: the store refuses every write to an
+        index before it looks at the row, so a key that does not fit one (which the client
+        checks before sending) is refused as that write, not as OTSInvalidPK. Called only
+        on that error path: a plain write pays nothing for it."""
+        owner = self._index_owner(name)
+        if owner is not None:
+            raise ParameterInvalid(f"cannot write to index {name!r}: it is maintained from "
+                                   f"table {owner!r}; write to the table instead")
 
     def list_tables(self) -> list[str]:
         resp = pb.ListTableResponse.FromString(self._call("ListTable", pb.ListTableRequest()))
@@ -202,30 +236,46 @@ class RemoteDatabase:
         ``stream_retention`` (whole hours, in seconds) travels with ``stream``: changing it
         alone sends the table's current ``stream`` setting with it."""
         check_flag(stream, "stream", optional=True)
-        reserved = _reserved(partition_options)
-        req = pb.UpdateTableRequest(table_name=name)
-        if stream is None and stream_retention is not None:
-            stream = self.describe_table(name).stream
-        if stream is not None:
-            _fill_stream_spec(req.stream_spec, stream, stream_retention)
-        if reserved is not None:
-            req.reserved_throughput.capacity_unit.read = reserved
-            req.reserved_throughput.capacity_unit.write = 0
-        for attr, value in (("max_versions", max_versions), ("time_to_live", ttl),
-                            ("deviation_cell_version_in_sec", max_time_deviation)):
-            if value is not None:
-                if type(value) is not int:
-                    raise ParameterInvalid(f"{attr} must be an int, got {describe(value)}")
-                setattr(req.table_options, attr, value)
+
+        def request():
+            nonlocal stream
+            req = pb.UpdateTableRequest(table_name=name)
+            reserved = _reserved(partition_options)
+            if stream is None and stream_retention is not None:
+                stream = self.describe_table(name).stream
+            if stream is not None:
+                _fill_stream_spec(req.stream_spec, stream, stream_retention)
+            if reserved is not None:
+                req.reserved_throughput.capacity_unit.read = reserved
+                req.reserved_throughput.capacity_unit.write = 0
+            _fill_options(req.table_options, max_versions, ttl, max_time_deviation)
+            return req
+
+        req = self._table_first(name, request)
         self._call("UpdateTable", req)
         with self._lock:
             self._tables.pop(name, None)
         return self.describe_table(name)
 
+    def _table_first(self, table: object, request: Callable[[], T]) -> T:
+        """``request()``: a request, its arguments checked as it is made. The store looks
+        the table up before it checks anything else (but flags), so if ``request`` refuses
+        its arguments the table is looked up first: one that does not exist is
+        OTSObjectNotExist, whatever else is wrong (only this error path pays for it)."""
+        if not isinstance(table, str):
+            raise error_of("OTSObjectNotExist", f"table {describe(table)} does not exist")
+        try:
+            return request()
+        except WidetableError:
+            self.describe_table(table)
+            raise
+
     def delete_table(self, name: str) -> None:
-        self._call("DeleteTable", pb.DeleteTableRequest(table_name=name))
+        self._call("DeleteTable", self._table_first(
+            name, lambda: pb.DeleteTableRequest(table_name=name)))
         with self._lock:
             self._tables.clear()  # its indexes went with it
+            self._bases.clear()
 
     # -- secondary indexes ----------------------------------------------------------
 
@@ -237,26 +287,36 @@ class RemoteDatabase:
         ``describe_table(table).indexes``. ``progress`` has no effect remotely."""
         check_flag(include_base_data, "include_base_data")
         check_flag(progress, "progress", optional=True)
-        kind = str(getattr(index_type, "value", index_type)).upper()
-        codes = convert.INDEX_TYPE_CODES.get(kind)
-        if codes is None:
-            raise ParameterInvalid(f"index_type must be GLOBAL or LOCAL, got {describe(index_type)}")
-        for what, names in (("primary_key", primary_key), ("defined_columns", defined_columns or [])):
-            if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-                raise ParameterInvalid(f"{what} must be a list of column names, got {describe(names)}")
-        req = pb.CreateIndexRequest(main_table_name=table, include_base_data=include_base_data)
-        req.index_meta.name = name if isinstance(name, str) else describe(name)
-        req.index_meta.primary_key.extend(primary_key)
-        req.index_meta.defined_column.extend(defined_columns or [])
-        req.index_meta.index_type, req.index_meta.index_update_mode = codes
-        self._call("CreateIndex", req)
+
+        def request():
+            kind = str(getattr(index_type, "value", index_type)).upper()
+            codes = convert.INDEX_TYPE_CODES.get(kind)
+            if codes is None:
+                raise ParameterInvalid(
+                    f"index_type must be GLOBAL or LOCAL, got {describe(index_type)}")
+            for what, names in (("primary_key", primary_key),
+                                ("defined_columns", defined_columns or [])):
+                if not isinstance(names, (list, tuple)) or not all(isinstance(n, str)
+                                                                   for n in names):
+                    raise ParameterInvalid(
+                        f"{what} must be a list of column names, got {describe(names)}")
+            req = pb.CreateIndexRequest(main_table_name=table, include_base_data=include_base_data)
+            req.index_meta.name = name if isinstance(name, str) else describe(name)
+            req.index_meta.primary_key.extend(primary_key)
+            req.index_meta.defined_column.extend(defined_columns or [])
+            req.index_meta.index_type, req.index_meta.index_update_mode = codes
+            return req
+
+        self._call("CreateIndex", self._table_first(table, request))
         return self.table(name)
 
     def drop_index(self, table: str, name: str) -> None:
         """Drop index ``name`` of ``table``."""
-        self._call("DropIndex", pb.DropIndexRequest(main_table_name=table, index_name=name))
+        self._call("DropIndex", self._table_first(table, lambda: pb.DropIndexRequest(
+            main_table_name=table, index_name=name if isinstance(name, str) else describe(name))))
         with self._lock:
             self._tables.pop(name, None)
+            self._bases.pop(name, None)
 
     # -- batches ------------------------------------------------------------------
 
@@ -550,6 +610,26 @@ def _fill_defined(meta, defined_columns: list | None) -> None:
             raise ParameterInvalid(f"defined column {col[0]!r} has type {describe(col[1])}; use one of "
                                    f"{', '.join(convert.DEFINED_TYPE_CODES)}")
         meta.defined_column.add(name=col[0], type=code)
+
+
+def _fill_options(options, max_versions: object, ttl: object, max_time_deviation: object) -> None:
+    """The TableOptions fields of the options given (None: not sent). A value its field
+    cannot hold (an int32, or int64) is one the store refuses as well, all three being
+    at most 2**31 - 1: it is refused here as the store refuses it, not sent as another."""
+    for what, attr, value in (("max_versions", "max_versions", max_versions),
+                              ("ttl", "time_to_live", ttl),
+                              ("max_time_deviation", "deviation_cell_version_in_sec",
+                               max_time_deviation)):
+        if value is None:
+            continue
+        if type(value) is not int:
+            raise ParameterInvalid(f"{what} must be an int, got {describe(value)}")
+        try:
+            setattr(options, attr, value)
+        except ValueError:  # out of the field's range
+            raise ParameterInvalid(f"{what} must be from 1 to {2**31 - 1}"
+                                   f"{' (or -1: forever)' if what == 'ttl' else ''}, "
+                                   f"got {value}") from None
 
 
 def _fill_stream_spec(spec, stream: object, retention: int | None) -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Self
 
-from ..errors import ParameterInvalid, describe
+from ..errors import InvalidPK, ParameterInvalid, describe
 from ..keys import codec
 from ..server import convert, plainbuffer, rowshape
 from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
+from ..table.batch import MAX_BATCH_GET
 from ..table.filters import as_condition
 from ..table.row import RangeResult, Row, WriteResult
 from ..table.schema import AUTO_INCREMENT, TableSchema
@@ -153,24 +154,40 @@ class RemoteTable:
         would otherwise fail on other grounds first, or a batch's row whole)."""
         values = self.normalize_pk(pk)
         if len(values) != len(self._names):
-            from ..errors import InvalidPK
-
             raise InvalidPK(f"primary key {describe(pk)} must have {len(self._names)} columns "
                             f"{list(self._names)}")
         if self._auto and AUTO_INCREMENT in values:
             return values, None
         return values, self._encode(values)
 
+    def _write_key(self, pk: object) -> tuple[tuple, bytes | None]:
+        """``_key`` of a write: a key that does not fit an index is refused as every
+        write to an index is (``RemoteDatabase._refuse_index_write``)."""
+        try:
+            return self._key(pk)
+        except InvalidPK:
+            self._db._refuse_index_write(self.name)
+            raise
+
     def _pk_cells(self, pk: object) -> tuple[tuple, list]:
-        values = self._pk_values(pk)
+        values = self._write_key(pk)[0]
         return values, list(zip(self._names, values))
 
     # -- reads ------------------------------------------------------------------
 
     def get_row(self, pk: object, columns: list[str] | None = None, max_versions: int | None = None,
                 time_range: object = None, filter: object = None,
-                transaction_id: str | None = None) -> Row | None:
-        """Read one row, or None (see :meth:`widetable.Table.get_row`)."""
+                transaction_id: str | None = None, fetch_base: bool = False) -> Row | None:
+        """Read one row, or None (see :meth:`widetable.Table.get_row`). On an index,
+        ``fetch_base`` returns the base row its entry points to (see ``IndexTable``)."""
+        if fetch_base:
+            base, positions = self._db._index_base(self)
+            # As the store reads it: the entry with the version options, then the base row.
+            entry = self.get_row(pk, None, max_versions, time_range, None, transaction_id)
+            if entry is None:
+                return None
+            return base.get_row(tuple(entry.primary_key[i] for i in positions), columns,
+                                max_versions, time_range, filter)
         native = self._db._live_native()
         if native is not None:
             if type(pk) is list:  # a list of values or of (name, value): a tuple travels
@@ -191,8 +208,16 @@ class RemoteTable:
     def get_range(self, start: object, end: object, direction: str = "forward",
                   limit: int | None = None, columns: list[str] | None = None,
                   max_versions: int | None = None, time_range: object = None,
-                  filter: object = None, transaction_id: str | None = None) -> RangeResult:
-        """One page of ``[start, end)`` (see :meth:`widetable.Table.get_range`)."""
+                  filter: object = None, transaction_id: str | None = None,
+                  fetch_base: bool = False) -> RangeResult:
+        """One page of ``[start, end)`` (see :meth:`widetable.Table.get_range`). On an index,
+        ``fetch_base`` returns the base rows of the page's entries, in index order."""
+        if fetch_base:
+            base, positions = self._db._index_base(self)
+            page = self.get_range(start, end, direction, limit, transaction_id=transaction_id)
+            keys = [tuple(r.primary_key[i] for i in positions) for r in page.rows]
+            return RangeResult(base._rows(keys, columns, max_versions, time_range, filter),
+                               page.next_start_primary_key)
         native = self._db._live_native()
         if native is not None and type(start) is not list and type(end) is not list:
             try:
@@ -206,8 +231,6 @@ class RemoteTable:
             raise ParameterInvalid(f"limit must be a positive integer, got {describe(limit)}")
         for b in (start, end):
             if isinstance(b, (tuple, list)) and len(b) > len(self._names):
-                from ..errors import InvalidPK
-
                 raise InvalidPK(f"range bound {describe(b)} has more columns than {list(self._names)}")
         req = pb.GetRangeRequest(
             table_name=self.name, direction=BACKWARD if reverse else FORWARD,
@@ -231,14 +254,32 @@ class RemoteTable:
     def scan(self, start: object = None, end: object = None, direction: str = "forward",
              columns: list[str] | None = None, max_versions: int | None = None,
              time_range: object = None, filter: object = None,
-             page_size: int = SCAN_PAGE_ROWS) -> Iterator[Row]:
-        """Every row of a range, page by page (see :meth:`widetable.Table.scan`)."""
+             page_size: int = SCAN_PAGE_ROWS, fetch_base: bool = False) -> Iterator[Row]:
+        """Every row of a range, page by page (see :meth:`widetable.Table.scan`); on an
+        index, ``fetch_base`` gives the base rows, in index order."""
         whole = full_range(len(self._names), _check_direction(direction))
         return follow_pages(
             self.get_range, whole[0] if start is None else start, whole[1] if end is None else end,
             direction, limit=page_size, columns=columns, max_versions=max_versions,
-            time_range=time_range, filter=filter,
+            time_range=time_range, filter=filter, **({"fetch_base": True} if fetch_base else {}),
         )
+
+    def _rows(self, keys: list[tuple], columns, max_versions, time_range, filter) -> list[Row]:
+        """The rows of ``keys`` that exist and read as something under these options, in
+        order: what an index's ``fetch_base`` returns (a global index may briefly point to
+        a row that is gone; the store leaves such a row out too). One batch read per 100."""
+        options = {name: value for name, value in (
+            ("columns", columns), ("max_versions", max_versions), ("time_range", time_range),
+            ("filter", filter)) if value is not None}
+        out = []
+        for i in range(0, len(keys), MAX_BATCH_GET):
+            for r in self._db.batch_get_row([(self.name, key, options)
+                                             for key in keys[i:i + MAX_BATCH_GET]]):
+                if r.error is not None:
+                    raise r.error
+                if r.row is not None:
+                    out.append(r.row)
+        return out
 
     # -- writes -----------------------------------------------------------------
 
@@ -253,7 +294,7 @@ class RemoteTable:
                 return native.put_row(self.name, pk, columns, condition, transaction_id)
             except Unsendable:
                 pass
-        values = self._pk_values(pk)
+        values = self._write_key(pk)[0]
         req = pb.PutRowRequest(table_name=self.name,
                                row=convert.encode_put(self._names, values, columns))
         convert.encode_condition(req.condition, as_condition(condition))
@@ -302,7 +343,7 @@ class RemoteTable:
                 return native.delete_row(self.name, pk, condition, transaction_id)
             except Unsendable:
                 pass
-        values = self._pk_values(pk)
+        values = self._write_key(pk)[0]
         req = pb.DeleteRowRequest(table_name=self.name,
                                   primary_key=convert.encode_key(self._names, values, True))
         convert.encode_condition(req.condition, as_condition(condition))

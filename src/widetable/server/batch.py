@@ -8,7 +8,7 @@ table, a bad key, a failed condition) is that row's result.
 from __future__ import annotations
 
 from ..db import Database
-from ..errors import ParameterInvalid, WidetableError
+from ..errors import ParameterInvalid, SessionNotExist, WidetableError
 from ..table.row import WriteResult
 from . import convert, plainbuffer
 from .errors import error_message
@@ -231,11 +231,19 @@ def _written(db: Database, row: _Row, result: WriteResult) -> bytes:
 
 
 def _in_transaction(db: Database, transaction_id: str, requests: list) -> list:
-    """Each row through the transaction's own writes, in order."""
+    """Each row through the transaction's own writes, in order. A row fails as the same
+    row call in the transaction would (``rows.target``): a table that does not exist is
+    OTSObjectNotExist (as it is outside a transaction too), another table
+    OTSParameterInvalid.
+
+    A transaction that ends under the batch (it was idle past its timeout, and nothing
+    had reaped it yet) fails the whole batch with OTSSessionNotExist, as one already
+    reaped does: its buffered writes, those of this batch's earlier rows too, are gone."""
     txn = db.transaction(transaction_id)
     out: list[tuple[WriteResult | None, WidetableError | None]] = []
     for name, op, key, payload, cond in requests:
         try:
+            db.table(name)
             if name != txn.table.name:
                 raise ParameterInvalid(
                     f"transaction {transaction_id} is on table {txn.table.name!r}, not {name!r}"
@@ -247,6 +255,8 @@ def _in_transaction(db: Database, transaction_id: str, requests: list) -> list:
             else:
                 result = txn.update_row(key, condition=cond, **payload)  # type: ignore[arg-type]
             out.append((result, None))
+        except SessionNotExist:
+            raise
         except WidetableError as exc:
             out.append((None, exc))
     return out

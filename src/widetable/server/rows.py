@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..db import Database
 from ..errors import NotSupported, ParameterInvalid
+from ..index.view import IndexTable
 from ..table.row import WriteResult
 from . import convert, plainbuffer
 from .plainbuffer import Cell
@@ -27,6 +28,16 @@ def target(db: Database, table_name: str, transaction_id: str):
             f"transaction {transaction_id} is on table {txn.table.name!r}, not {table_name!r}"
         )
     return table, txn
+
+
+def write_target(db: Database, table_name: str, transaction_id: str):
+    """``target`` of a write. The store refuses every write to an index before it looks
+    at the row (``IndexTable``), so this refuses it before the row's key is decoded: a
+    key that does not fit the index is refused as any other write to it."""
+    table, writer = target(db, table_name, transaction_id)
+    if isinstance(table, IndexTable):
+        table._refuse()
+    return table, writer
 
 
 ALL_VERSIONS = 2**31 - 1  # max_versions is an int32 on the wire
@@ -104,7 +115,7 @@ def _write_response(cls, table, req, units: tuple[int, int], result):
 
 
 def put_row(db: Database, req) -> object:
-    table, writer = target(db, req.table_name, req.transaction_id)
+    table, writer = write_target(db, req.table_name, req.transaction_id)
     plain = convert.read_put(req.row)
     if plain is not None and plain[0] == table._names:
         _, pk, columns, size = plain
@@ -121,7 +132,7 @@ def put_row(db: Database, req) -> object:
 
 
 def update_row(db: Database, req) -> object:
-    table, writer = target(db, req.table_name, req.transaction_id)
+    table, writer = write_target(db, req.table_name, req.transaction_id)
     row = convert.decode_row(req.row_change)
     pk = convert.key_values(table, row.primary_key)
     condition = convert.decode_condition(req.condition)
@@ -131,7 +142,7 @@ def update_row(db: Database, req) -> object:
 
 
 def delete_row(db: Database, req) -> object:
-    table, writer = target(db, req.table_name, req.transaction_id)
+    table, writer = write_target(db, req.table_name, req.transaction_id)
     pk = convert.read_key(table, req.primary_key)
     condition = convert.decode_condition(req.condition)
     result = writer.delete_row(pk, condition)

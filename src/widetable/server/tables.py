@@ -147,6 +147,7 @@ def describe_table(db: Database, req) -> object:
 
 
 def update_table(db: Database, req) -> object:
+    db.table(req.table_name)  # as the store: the table is looked up before the changes are checked
     opts = req.table_options
     extra: dict = {}
     if req.HasField("reserved_throughput"):
