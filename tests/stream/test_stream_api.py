@@ -55,6 +55,20 @@ def test_records_hold_operation_key_columns_and_commit_order(db):
     assert all(r.timestamp > 0 for r in records)
 
 
+def test_a_condition_that_checks_nothing_does_not_change_a_batch_s_commit_order(db):
+    """A put with a bare Condition(IGNORE) is written as a put without one: same place in
+    the batch's commit order (it used to commit after the batch's deletes and updates)."""
+    from widetable import Condition, RowExistence
+
+    db.create_table("t", PK, stream=True)
+    for cond in (None, Condition(RowExistence.IGNORE)):
+        db.batch_write_row([("t", "delete", ("q", 0), None, None),
+                            ("t", "put", ("q", 1), {"c": 0}, cond)])
+    [info] = db.list_stream()
+    ops = [r.operation for r in drain(db, info.stream_id)]
+    assert ops[:2] == ops[2:], ops
+
+
 def test_tables_without_stream_log_nothing_and_stream_can_be_toggled(db):
     db.create_table("t", PK)
     t = db.table("t")

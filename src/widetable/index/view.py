@@ -94,11 +94,17 @@ class IndexTable(Table):
 
     # -- writes are refused -----------------------------------------------------
 
-    def _refuse(self, *args: object, **kwargs: object):
-        raise ParameterInvalid(
+    read_only = True
+
+    def write_refused(self) -> ParameterInvalid:
+        """The error of any write to the index (raised before its row is looked at)."""
+        return ParameterInvalid(
             f"cannot write to index {self.name!r}: it is maintained from table "
             f"{self.base.name!r}; write to the table instead"
         )
+
+    def _refuse(self, *args: object, **kwargs: object):
+        raise self.write_refused()
 
     put_row = update_row = delete_row = encode_put = _refuse  # type: ignore[assignment]
 

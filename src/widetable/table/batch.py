@@ -110,6 +110,8 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
             if table is None:
                 table = db.table(name)  # OTSObjectNotExist for a missing or non-str name
                 tables[name] = table
+            if table.read_only:  # an index: refused whatever the row, as a single write is
+                raise table.write_refused()
             if table._auto_index is not None:  # put_row assigns auto-increment values row by row
                 values = result.primary_key = table.normalize_pk(pk)
                 if AUTO_INCREMENT not in values:  # a concrete row: named once, as anywhere
@@ -129,6 +131,8 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
                 )
             seen.add(key)
             cond = None if condition is None else as_condition(condition)
+            if cond is not None and not cond.needs_row:
+                cond = None  # checks nothing (IGNORE alone): the row is written as without it
             if op == "put" and cond is None:
                 blob = table.encode_put(values, payload)
                 part = table._route_write(key)

@@ -113,6 +113,8 @@ def _put_latest(pk: tuple, row: list | None, puts: list) -> bytes:
 class Table:
     """Rows of one table, sorted by primary key. Get one with ``db.table(name)``."""
 
+    read_only = False  # an index's view (index/view.py) refuses writes: see write_refused
+
     def __init__(self, db: Database, schema: TableSchema) -> None:
         self._db = db
         self._engine = db._engine
