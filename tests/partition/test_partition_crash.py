@@ -24,16 +24,13 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from itertools import pairwise
 
 import pytest
 
 import widetable
+from tests.crashkit import kill_after
 from tests.stream.test_stream_api import drain
 
 pytestmark = pytest.mark.slow
@@ -138,36 +135,11 @@ def run_child_and_kill(path: str, base: int, acked: Acked, rng: random.Random) -
     script = os.path.join(os.path.dirname(path), "child.py")
     with open(script, "w") as f:
         f.write(CHILD)
-    proc = subprocess.Popen(
-        [sys.executable, script, path, str(base), str(rng.randrange(2**32)), str(COLS)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-        target = rng.randint(400, 3000)  # lines: two per write
-        seen = 0
-        while seen < target:
-            line = proc.stdout.readline()
-            assert line.endswith("\n"), f"child died early: {proc.stderr.read()}"
-            acked.record(line)
-            seen += 1
-        time.sleep(rng.random() * 0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        # Lines already in the pipe were printed after their write returned: they count.
-        for line in proc.stdout.read().splitlines(keepends=True):
-            if line.endswith("\n"):
-                acked.record(line)
-                seen += 1
-        acked.crashed()
-        assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
-        return seen
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+    args = [path, str(base), str(rng.randrange(2**32)), str(COLS)]
+    lines = rng.randint(400, 3000)  # two per write
+    seen = kill_after(script, args, lines, acked.record, rng.random() * 0.02)
+    acked.crashed()
+    return seen
 
 
 def check_store(path: str, acked: Acked) -> int:

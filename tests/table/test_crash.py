@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 
 import pytest
 
 import widetable
+from tests.crashkit import kill_after
 
 pytestmark = pytest.mark.slow
 
@@ -89,36 +86,9 @@ def run_child_and_kill(path: str, sync: bool, base: int, acked: Acked, rng: rand
     script = os.path.join(os.path.dirname(path), "child.py")
     with open(script, "w") as f:
         f.write(CHILD)
-    proc = subprocess.Popen(
-        [sys.executable, script, path, "1" if sync else "0", str(base)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-        target = rng.randint(5, 300)
-        seen = 0
-        while seen < target:
-            line = proc.stdout.readline()
-            assert line.endswith("\n"), f"child died early: {proc.stderr.read()}"
-            acked.record(line)
-            seen += 1
-        if rng.random() < 0.5:
-            time.sleep(rng.random() * 0.01)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        # Lines already in the pipe were printed after their write returned: they count.
-        for line in proc.stdout.read().splitlines(keepends=True):
-            if line.endswith("\n"):
-                acked.record(line)
-                seen += 1
-        assert proc.returncode == -signal.SIGKILL
-        return seen
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+    lines = rng.randint(5, 300)
+    pause = rng.random() * 0.01 if rng.random() < 0.5 else 0.0
+    return kill_after(script, [path, "1" if sync else "0", str(base)], lines, acked.record, pause)
 
 
 def check_store(path: str, acked: Acked) -> None:
