@@ -411,7 +411,7 @@ class RemoteDatabase:
                 table = known.get(name) if type(name) is str else None
                 if table is None:
                     table = known[name] = self.table(name)
-                values, key = table._key(pk)
+                values, key = table._write_key(pk)  # an index: refused as every write to it
                 result.primary_key = values
             except WidetableError as exc:
                 result.error = exc

@@ -160,6 +160,9 @@ def _read_rows(db: Database, req) -> tuple[list, list]:
         except WidetableError:
             table = None  # the library reports the table, per row
         names = table._names if table is not None else None
+        # An index: each row refused whatever its key, as the store refuses it (before the
+        # key is decoded, which would name a key that does not fit the index instead).
+        refused = table.write_refused() if table is not None and table.read_only else None
         for r in t.rows:
             op = _OPS.get(r.type)
             if op is None:
@@ -178,6 +181,9 @@ def _read_rows(db: Database, req) -> tuple[list, list]:
             rows.append(row)
             decoded = convert.decode_row(buf)
             row.cells = decoded.cells
+            if refused is not None:
+                row.error = refused
+                continue
             try:
                 if table is None:
                     key = tuple(v for _, v in decoded.primary_key)
