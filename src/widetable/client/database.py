@@ -18,6 +18,7 @@ from typing import Self, TypeVar
 from ..db import MAX_STREAM_RETENTION, TableDescription, check_flag
 from ..errors import NotSupported, ParameterInvalid, WidetableError, describe
 from ..index.manager import IndexDescription
+from ..index.view import index_write_refused
 from ..partition.retry import Retrier
 from ..server import convert, plainbuffer
 from ..server.plainbuffer import PlainRow
@@ -207,8 +208,7 @@ class RemoteDatabase:
         on that error path: a plain write pays nothing for it."""
         owner = self._index_owner(name)
         if owner is not None:
-            raise ParameterInvalid(f"cannot write to index {name!r}: it is maintained from "
-                                   f"table {owner!r}; write to the table instead")
+            raise index_write_refused(name, owner)
 
     def list_tables(self) -> list[str]:
         resp = pb.ListTableResponse.FromString(self._call("ListTable", pb.ListTableRequest()))

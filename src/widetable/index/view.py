@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from ..db import Database
 
 
+def index_write_refused(index: str, table: str) -> ParameterInvalid:
+    """The error of a write to ``index`` of ``table``, embedded or through a server."""
+    return ParameterInvalid(f"cannot write to index {index!r}: it is maintained from table "
+                            f"{table!r}; write to the table instead")
+
+
 class IndexTable(Table):
     """A read-only view of one index. ``base`` is the indexed table."""
 
@@ -98,10 +104,7 @@ class IndexTable(Table):
 
     def write_refused(self) -> ParameterInvalid:
         """The error of any write to the index (raised before its row is looked at)."""
-        return ParameterInvalid(
-            f"cannot write to index {self.name!r}: it is maintained from table "
-            f"{self.base.name!r}; write to the table instead"
-        )
+        return index_write_refused(self.name, self.base.name)
 
     def _refuse(self, *args: object, **kwargs: object):
         raise self.write_refused()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ..db import Database
 from ..errors import NotSupported, ParameterInvalid
-from ..index.view import IndexTable
 from ..table.row import WriteResult
 from . import convert, plainbuffer
 from .plainbuffer import Cell
@@ -35,8 +34,8 @@ def write_target(db: Database, table_name: str, transaction_id: str):
     at the row (``IndexTable``), so this refuses it before the row's key is decoded: a
     key that does not fit the index is refused as any other write to it."""
     table, writer = target(db, table_name, transaction_id)
-    if isinstance(table, IndexTable):
-        table._refuse()
+    if table.read_only:
+        raise table.write_refused()
     return table, writer
 
 

@@ -28,8 +28,8 @@ from .values import (
     INT64_MAX,
     INT64_MIN,
     MAX_COLUMNS_PER_WRITE,
-    MAX_TIMESTAMP,
     check_column_name,
+    check_ms,
     check_packed,
     check_value,
     normalize_cells,
@@ -523,9 +523,7 @@ class Table:
         del_versions = _pairs(delete_version, "delete_version") if delete_version is not None else []
         for name, ts in del_versions:
             check_column_name(name)
-            if type(ts) is not int or not 0 <= ts <= MAX_TIMESTAMP:
-                raise ParameterInvalid(f"delete_version of {name!r}: timestamp {describe(ts)} must "
-                                       "be milliseconds in [0, 2**63)")
+            check_ms(ts, f"delete_version of {name!r}")
         del_columns = _names(delete_column) if delete_column is not None else []
         incs = _increments(increment) if increment is not None else []
         total = len(puts) + len(del_versions) + len(del_columns) + len(incs)

@@ -90,11 +90,15 @@ def value_size(value: object) -> int:
     return 8
 
 
-def check_timestamp(ts: object, now: int, max_deviation_s: int, name: str) -> int:
+def check_ms(ts: object, what: str) -> int:
+    """``ts``, a version's timestamp: milliseconds in [0, 2**63); ``what`` names it."""
     if type(ts) is not int or not 0 <= ts <= MAX_TIMESTAMP:
-        raise ParameterInvalid(
-            f"column {name!r}: timestamp {describe(ts)} must be milliseconds in [0, 2**63)"
-        )
+        raise ParameterInvalid(f"{what}: timestamp {describe(ts)} must be milliseconds in [0, 2**63)")
+    return ts
+
+
+def check_timestamp(ts: object, now: int, max_deviation_s: int, name: str) -> int:
+    check_ms(ts, f"column {name!r}")
     if abs(ts - now) > max_deviation_s * 1000:
         raise ParameterInvalid(
             f"column {name!r}: timestamp {ts} is more than max_time_deviation "
