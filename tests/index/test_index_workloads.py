@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
 import textwrap
 import time
 
 import pytest
 
 import widetable
+from tests.crashkit import kill_after
 
 PK = [("k", "STRING"), ("s", "INTEGER")]
 DEFINED = [("c", "STRING"), ("n", "INTEGER")]
@@ -111,20 +109,7 @@ def test_global_index_converges_after_sigkill_mid_application(tmp_path):
     script.write_text(CHILD)
     rng = random.Random(99)
     for round_ in range(4):
-        proc = subprocess.Popen([sys.executable, str(script), path, str(round_)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-            for _ in range(rng.randint(2, 40)):
-                assert proc.stdout.readline(), proc.stderr.read()
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            proc.stdout.close()
-            proc.stderr.close()
+        kill_after(str(script), [path, str(round_)], rng.randint(2, 40), lambda line: None)
         with widetable.open(path, purge_interval=None) as db:
             assert db.verify_index("t", "loc").ok  # local: consistent at every moment
             assert db.wait_for_indexes(60)
