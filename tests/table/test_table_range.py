@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import itertools
+from unittest import mock
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from widetable import INF_MAX, INF_MIN, col
+from widetable.table import table as table_module
 
 from .helpers import pks, rejects
 
 PK3 = [("s", "STRING"), ("i", "INTEGER"), ("b", "BINARY")]
+_CUT_TABLES = itertools.count()
 
 
 @pytest.fixture
@@ -229,3 +234,40 @@ def test_range_bound_type_errors(grid, db) -> None:
     rejects(db, "OTSInvalidPK", t.get_range, (1,), INF_MAX, names=["'s'", "1"])
     rejects(db, "OTSInvalidPK", t.get_range, ("a", "x"), INF_MAX, names=["'i'", "'x'"])
     rejects(db, "OTSInvalidPK", t.get_range, ("a", 1, b"", "extra"), INF_MAX, names=["extra"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(0, 3000), min_size=0, max_size=40),
+       budget=st.integers(1, 20_000), limit=st.integers(1, 45), start=st.integers(0, 40),
+       first=st.integers(1, 40))
+def test_page_cut_by_rows_and_bytes(db, sizes, budget, limit, start, first) -> None:
+    """A page holds each row that has fewer than ``limit`` rows and fewer than the byte budget
+    before it (forward: read in chunks of values, the first of ``first`` rows; backward: row
+    by row), and names the first row left out as the next start."""
+    name = f"cut{next(_CUT_TABLES)}"
+    t = db.create_table(name, [("i", "INTEGER")])
+    if sizes:
+        db.batch_write_row([(name, "put", (i,), {"v": b"x" * n}) for i, n in enumerate(sizes)])
+    stored = [len(t.stored_row((i,))) for i in range(len(sizes))]
+
+    def expect(order: list[int]) -> tuple[list[int], tuple | None]:
+        kept, before = [], 0
+        for i in order:
+            if len(kept) >= limit or before >= budget:
+                return kept, (i,)
+            kept.append(i)
+            before += stored[i]
+        return kept, None
+
+    with mock.patch.object(table_module, "MAX_RANGE_BYTES", budget), \
+            mock.patch.object(table_module, "_FIRST_CHUNK", first):
+        forward = t.get_range((start,), INF_MAX, limit=limit)
+        blobs, nxt = t.stored_range((start,), INF_MAX, limit=limit)
+        backward = t.get_range((start,), INF_MIN, "backward", limit=limit)
+    want, want_next = expect(list(range(start, len(sizes))))
+    assert [r.primary_key[0] for r in forward] == want
+    assert forward.next_start_primary_key == want_next
+    assert len(blobs) == len(want) and nxt == want_next
+    want, want_next = expect(list(range(min(start, len(sizes) - 1), -1, -1)))
+    assert [r.primary_key[0] for r in backward] == want
+    assert backward.next_start_primary_key == want_next

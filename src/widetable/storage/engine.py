@@ -30,6 +30,8 @@ class Engine(Protocol):
     * ``get`` of a missing key returns ``None``. It is not an error.
     * ``scan`` yields ``(key, value)`` pairs in byte order (or reverse order) within
       ``[start, end)``; it sees a consistent snapshot taken when it starts.
+    * ``values`` yields the values alone of a forward ``scan``: a page of stored rows
+      that has no use for their keys skips making them.
     """
 
     def get(self, key: bytes) -> bytes | None: ...
@@ -47,6 +49,8 @@ class Engine(Protocol):
     def scan(
         self, start: bytes, end: bytes, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]: ...
+
+    def values(self, start: bytes, end: bytes) -> Iterator[bytes]: ...
 
     def approximate_size(self, start: bytes, end: bytes) -> int: ...
 

@@ -75,6 +75,9 @@ class MemoryEngine:
             items = [(k, data[k]) for k in keys]
         yield from items
 
+    def values(self, start: bytes, end: bytes) -> Iterator[bytes]:
+        return (value for _, value in self.scan(start, end))
+
     def approximate_size(self, start: bytes, end: bytes) -> int:
         return sum(len(k) + len(v) for k, v in self.scan(start, end))
 

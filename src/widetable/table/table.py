@@ -8,6 +8,7 @@ one engine write, durable when it returns.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from itertools import accumulate, islice
 from typing import TYPE_CHECKING
 
 from ..errors import (
@@ -46,6 +47,10 @@ MAX_RANGE_BYTES = 4 * 1024 * 1024
 # decode faster; measured in bench/core.py.
 SCAN_PAGE_ROWS = 500
 _KEY_OFFSET = 5  # len(ROWS prefix + table id)
+# A forward page of stored rows is read in chunks, the first this many rows: big enough
+# for most pages to need one more chunk at most, small enough that rows of megabytes
+# do not pile up far past the page's byte budget before their size is known.
+_FIRST_CHUNK = 32
 
 
 class _Unrouted:
@@ -86,6 +91,45 @@ def _stored_page(items: Iterator[tuple[bytes, bytes]], max_rows: int,
         count += 1
         nbytes += len(blob)
         append(blob)
+    part.bytes_read += nbytes  # type: ignore[attr-defined]
+    return blobs, next_pk
+
+
+def _stored_values_page(values: Iterator[bytes], max_rows: int,
+                        part: object) -> tuple[list[bytes], tuple | None]:
+    """``_stored_page`` of a forward read, from the rows' values alone (``Engine.values``).
+
+    The same page: a row is in it while fewer than ``max_rows`` rows and fewer than
+    ``MAX_RANGE_BYTES`` bytes come before it. The rows are taken in chunks, each one C
+    call (``list(islice(...))``) with no Python work per row; the next start key is the
+    primary key stored in the first row left out."""
+    blobs: list[bytes] = []
+    nbytes = 0
+    step = min(max_rows + 1, _FIRST_CHUNK)
+    while True:
+        chunk = list(islice(values, step))
+        blobs += chunk
+        nbytes += sum(map(len, chunk))
+        if len(chunk) < step or len(blobs) > max_rows:
+            break  # the range ended, or the row after the page's last one is here
+        if nbytes >= MAX_RANGE_BYTES:
+            if nbytes - len(blobs[-1]) >= MAX_RANGE_BYTES:
+                break  # the last row read is past the byte budget: left out
+            step = 1  # the last row read is in: one more tells whether the page is full
+            continue
+        # As many rows as, at the mean size so far, reach the byte budget, and one more.
+        step = min(max_rows + 1 - len(blobs), (MAX_RANGE_BYTES - nbytes) * len(blobs) // nbytes + 1)
+    keep = min(len(blobs), max_rows)
+    if nbytes >= MAX_RANGE_BYTES:  # rare: find the first row with the budget spent before it
+        for i, total in enumerate(accumulate(map(len, blobs)), 1):
+            if total >= MAX_RANGE_BYTES:
+                keep = min(keep, i)
+                break
+    next_pk = None
+    if keep < len(blobs):
+        next_pk = _unpack(blobs[keep])[1]
+        del blobs[keep:]
+        nbytes = sum(map(len, blobs))
     part.bytes_read += nbytes  # type: ignore[attr-defined]
     return blobs, next_pk
 
@@ -283,10 +327,10 @@ class Table:
         lo, hi, reverse, max_rows = self._range_of(start, end, direction, limit)
         reader = self.reader(columns, max_versions, time_range, filter)
         part = self._route_read(hi if reverse else lo)
-        items = self._engine.scan(lo, hi, reverse)
         if reader is plain_row:
-            blobs, next_pk = _stored_page(items, max_rows, part)
+            blobs, next_pk = self._stored_blobs(lo, hi, reverse, max_rows, part)
             return RangeResult([Row(r[1], r[2], r[3]) for r in map(_unpack, blobs)], next_pk)
+        items = self._engine.scan(lo, hi, reverse)
         rows: list[Row] = []
         append = rows.append
         next_pk = None
@@ -310,8 +354,13 @@ class Table:
         next start key; read and counted as ``get_range`` reads it. Only on a table with
         ``plain_reads`` are these the rows such a read returns."""
         lo, hi, reverse, max_rows = self._range_of(start, end, direction, limit)
-        part = self._route_read(hi if reverse else lo)
-        return _stored_page(self._engine.scan(lo, hi, reverse), max_rows, part)
+        return self._stored_blobs(lo, hi, reverse, max_rows, self._route_read(hi if reverse else lo))
+
+    def _stored_blobs(self, lo: bytes, hi: bytes, reverse: bool, max_rows: int,
+                      part: object) -> tuple[list[bytes], tuple | None]:
+        if reverse:
+            return _stored_page(self._engine.scan(lo, hi, True), max_rows, part)
+        return _stored_values_page(self._engine.values(lo, hi), max_rows, part)
 
     def _range_of(self, start: object, end: object, direction: str,
                   limit: int | None) -> tuple[bytes, bytes, bool, int]:

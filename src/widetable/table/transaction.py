@@ -263,6 +263,9 @@ class _Overlay:
             if value is not None:
                 yield key, value
 
+    def values(self, start: bytes, end: bytes) -> Iterator[bytes]:
+        return (value for _, value in self.scan(start, end))
+
 
 class LocalTransaction:
     """A transaction on one partition-key value of one table. Not shared between threads.
