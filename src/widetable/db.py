@@ -304,6 +304,11 @@ class Database:
                 schema = replace(schema, defined_columns=added)
             if stream is not None:
                 schema = replace(schema, stream=stream)
+                if stream and not old_stream:
+                    # Turned on (again): a new stream, of the records after the log's last
+                    # seq. Stored with the flag in the one catalog write: a process dying
+                    # after it reopens to this stream, never to the old one.
+                    schema = replace(schema, stream_since=self._indexes.last_seq(table))
             if stream_retention is not None:
                 schema = replace(schema, stream_retention=_check_retention(stream_retention))
             self._engine.put(layout.catalog_key(name), schema.to_json())
@@ -315,11 +320,6 @@ class Database:
             self._partitions.configure(table)
             if stream is not None:
                 self._indexes.configure(table)
-                if stream and not old_stream and table._changes is not None:
-                    # Turned on again: a new stream, of the records after this seq.
-                    schema = replace(table.schema, stream_since=table._changes.seq)
-                    self._engine.put(layout.catalog_key(name), schema.to_json())
-                    table._set_schema(schema)
             return self.describe_table(name)
 
     def delete_table(self, name: str) -> None:

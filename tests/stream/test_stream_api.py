@@ -322,6 +322,38 @@ def test_a_new_streams_id_survives_reopening(open_db, engine_name):
     assert [r.primary_key for r in drain(db, sid)] == [("a", 2)]
 
 
+@pytest.mark.parametrize("with_global_index", [False, True])
+def test_a_stream_turned_on_again_is_new_even_if_the_process_dies_at_once(
+        open_db, engine_name, monkeypatch, with_global_index):
+    """The catalog learns that the stream is on, and where the new one starts, in one write:
+    a process dying right after it (before the change capture is set up) reopens to the new
+    stream, not to the old one with the records written while it was off."""
+    if engine_name == "memory":
+        pytest.skip("a memory store does not survive close")
+    db = open_db()
+    db.create_table("t", PK, stream=True, defined_columns=[("c", "STRING")])
+    if with_global_index:  # keeps the log while the stream is off
+        db.create_index("t", "g", ["c"], progress=False)
+    db.table("t").put_row(("a", 1), {"c": "x"})
+    [old] = db.list_stream()
+    db.update_table("t", stream=False)
+    db.table("t").put_row(("a", 2), {"c": "y"})  # while off: in no stream
+
+    def dies(table):
+        raise RuntimeError("the process died here")
+
+    monkeypatch.setattr(db._indexes, "configure", dies)
+    with pytest.raises(RuntimeError):
+        db.update_table("t", stream=True)
+    monkeypatch.undo()
+    db.close()
+    db = open_db()
+    [new] = db.list_stream()
+    assert new.stream_id != old.stream_id
+    db.table("t").put_row(("a", 3), {"c": "z"})
+    assert [r.primary_key for r in drain(db, new.stream_id)] == [("a", 3)]
+
+
 def test_a_trim_cut_short_never_hands_a_seq_out_again(open_db, engine_name, monkeypatch):
     import time
 

@@ -96,6 +96,11 @@ class IndexManager:
         if feed is not None and not logged:
             self._drop_log(s.table_id, feed)
 
+    def last_seq(self, table: Table) -> int:
+        """The last seq handed out in ``table``'s change log (kept while its log is off)."""
+        feed = self.feeds.get(table.schema.table_id)
+        return feed.seq if feed is not None else self._recover_seq(table)
+
     def _recover_seq(self, table: Table) -> int:
         tid = table.schema.table_id
         tp = self.db._partitions.partitions(table)
