@@ -112,3 +112,32 @@ def test_wrapping_with_fewer_buckets_than_written_is_refused(db) -> None:
         BucketedTable(db.table("eight"), 4)
     assert info.value.code == "OTSParameterInvalid"
     assert len(list(BucketedTable(db.table("eight"), 8).scan())) == 64
+
+
+@pytest.mark.parametrize("wrong", [9, 16, 64])
+def test_wrapping_with_more_buckets_than_written_is_refused(db, wrong) -> None:
+    """Looking 8-bucket rows up with more buckets would miss most of them: the first row of
+    each bucket must lie where the count puts its key."""
+    bt = BucketedTable.create(db, "eight", [("k", "INTEGER")], buckets=8)
+    for i in range(64):
+        bt.put_row((i,), {"v": i})
+    with pytest.raises(WidetableError, match="another bucket count") as info:
+        BucketedTable(db.table("eight"), wrong)
+    assert info.value.code == "OTSParameterInvalid"
+    again = BucketedTable(db.table("eight"), 8)
+    assert all(again.get_row((i,))["v"] == i for i in range(64))
+
+
+def test_the_bucket_check_reads_at_most_a_sample(db, monkeypatch) -> None:
+    """A wrapper of many buckets checks the first row of up to SAMPLE_BUCKETS of them."""
+    from widetable.design import bucketed
+
+    bt = BucketedTable.create(db, "many", [("k", "INTEGER")], buckets=1000)
+    for i in range(300):
+        bt.put_row((i,), {"v": i})
+    calls = []
+    get_range = type(db.table("many")).get_range
+    monkeypatch.setattr(type(db.table("many")), "get_range",
+                        lambda self, *a, **k: calls.append(a) or get_range(self, *a, **k))
+    BucketedTable(db.table("many"), 1000)
+    assert 1 < len(calls) <= bucketed.SAMPLE_BUCKETS + 2

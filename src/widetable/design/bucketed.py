@@ -20,10 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import ParameterInvalid, describe
 from ..keys.builders import bucket
+from ..keys.codec import INF_MAX, INF_MIN
 from ..table.row import Row
 from ..table.table import Table, _check_direction, full_range
 
 BUCKET_COLUMN = "_bucket"
+SAMPLE_BUCKETS = 32  # buckets whose first row a wrapper checks against its bucket count
 
 
 def _check_buckets(buckets: object) -> None:
@@ -55,6 +57,29 @@ class BucketedTable:
             )
         self.table = table
         self.buckets = buckets
+        self._check_sample()
+
+    def _check_sample(self) -> None:
+        """Refuse a bucket count other than the writer's, as far as the rows show it: the
+        first row of each of up to SAMPLE_BUCKETS buckets must lie in the bucket this count
+        gives its key. Too many buckets would look for most keys in the wrong bucket (each
+        sampled row agrees by chance with odds of about writer's/ours, so a few rows tell)."""
+        n = len(self.table.schema.primary_key)
+        pad = (INF_MIN,) * (n - 1), (INF_MAX,) * (n - 1)
+        for b in sorted(set(range(0, self.buckets, max(1, self.buckets // SAMPLE_BUCKETS)))):
+            rows = self.table.get_range((b, *pad[0]), (b, *pad[1]), limit=1).rows
+            if not rows:
+                continue
+            pk = tuple(rows[0].primary_key[1:])
+            try:
+                want = self.bucket_of(pk)
+            except ParameterInvalid:
+                continue  # a first value no count buckets: not evidence either way
+            if want != b:
+                raise ParameterInvalid(
+                    f"table {self.table.name!r} holds key {describe(pk)} in bucket {b}, but "
+                    f"buckets={self.buckets} puts it in bucket {want}: the table was written "
+                    f"with another bucket count")
 
     @classmethod
     def create(cls, db, name: str, primary_key: list, buckets: int = 16, **options) -> BucketedTable:
