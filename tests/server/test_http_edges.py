@@ -191,6 +191,27 @@ def test_a_half_close_drops_only_a_partial_request(served, gate) -> None:
         assert responses_until_closed(sock) == [b"200 OK"] * 2
 
 
+def test_a_half_close_behind_an_upgrade_answers_its_frames_then_closes(served, gate) -> None:
+    """The FIN arrives while a request waits on the pool, with an upgrade and two native
+    frames behind it: each is answered, and the connection then closes at once, not when
+    the idle sweep finds it a minute later."""
+    get = call_frame(native.GET_ROW, "t", ("a",), None, None, None, None, None)
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        reader = Reader(sock)
+        sock.sendall(batch_get() + upgrade_request() + get * 2)
+        sock.shutdown(socket.SHUT_WR)
+        conn = the_connection(served)
+        wait_for(lambda: conn._eof, "the server to see the half-close")
+        gate.set()
+        assert reader.response()[0] == 200
+        assert reader.response()[0] == 101
+        for _ in range(2):
+            status, row = answer(reader)
+            assert status == 0 and row[1:3] == [["a"], {"v": 1}]
+        sock.settimeout(5)  # far below the idle timeout (60 s)
+        assert reader.buffer == b"" and sock.recv(1) == b""
+
+
 # -- native batch frames whose items are not arrays ---------------------------------------
 
 

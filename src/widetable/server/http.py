@@ -156,6 +156,9 @@ class FramedConnection(asyncio.Protocol):
         self._pumping = False
         self._write_paused = False
         self._read_paused = False
+        # The client half-closed: close once the whole requests received before it are
+        # all answered (the rest of the buffer can never become one).
+        self._eof = False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
@@ -188,7 +191,10 @@ class FramedConnection(asyncio.Protocol):
             self._pump()
 
     def _pump(self) -> None:
-        """Frame and hand on buffered requests, one at a time, while nothing is in flight."""
+        """Frame and hand on buffered requests, one at a time, while nothing is in flight;
+        then, after a half-close (``_eof``), close once they are all answered. A request
+        on the pool, or a full write buffer, leaves that for later: its answer or
+        ``resume_writing`` pumps again."""
         if self._pumping:
             return
         self._pumping = True
@@ -198,7 +204,11 @@ class FramedConnection(asyncio.Protocol):
                     break
         finally:
             self._pumping = False
-        if self._read_paused and not (self.busy or self._write_paused or self.closing):
+        if self.busy or self._write_paused or self.closing:
+            return
+        if self._eof:
+            self.close()
+        elif self._read_paused:
             self._read_paused = False
             self.transport.resume_reading()  # type: ignore[union-attr]
 
@@ -231,7 +241,6 @@ class Connection(FramedConnection):
         self.max_body = max_body
         self._pending: tuple[Request, int, int] | None = None  # a head whose body is arriving
         self._tls = False
-        self._eof = False
 
     # -- asyncio callbacks -------------------------------------------------------------
 
@@ -265,15 +274,6 @@ class Connection(FramedConnection):
         self.busy = True
         self.service.handle(self, request)
         return True
-
-    def _pump(self) -> None:
-        """As any connection's; then, after a half-close, close once the whole requests
-        received before it are all answered (the rest of the buffer can never become
-        one). A request on the pool, or a full write buffer, leaves them for later:
-        its answer (``respond``) or ``resume_writing`` pumps again."""
-        super()._pump()
-        if self._eof and not (self.busy or self._write_paused or self._pumping or self.closing):
-            self.close()
 
     def _next(self) -> Request | None:
         """The next whole request in the buffer, or None until more bytes arrive."""

@@ -501,6 +501,9 @@ def switch(conn, service, leftover: bytes | bytearray) -> None:
     # ``resume_writing``, which the transport now calls on the native side.
     native._read_paused = conn._read_paused
     native._write_paused = conn._write_paused
+    # A half-close that came while the upgrade waited: the native side answers the
+    # frames sent before it, then closes (its own eof_received will not come again).
+    native._eof = conn._eof
     conn.connections.discard(conn)
     conn.connections.add(native)
     transport.set_protocol(native)
