@@ -19,6 +19,7 @@ from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
 from ..table.batch import MAX_BATCH_GET
 from ..table.filters import as_condition
+from ..table.reader import check_time_range
 from ..table.row import RangeResult, Row, WriteResult
 from ..table.schema import AUTO_INCREMENT, TableSchema
 from ..table.table import SCAN_PAGE_ROWS, Table, _check_direction, follow_pages, full_range
@@ -107,6 +108,7 @@ def fill_read(msg, columns, max_versions, time_range, filter) -> None:
         except (TypeError, ValueError):  # not text, or not Unicode text (UnicodeEncodeError)
             raise ParameterInvalid(
                 f"columns must be a list of column names, got {describe(columns)}") from None
+    check_time_range(time_range)  # the store's check, here: it comes before the key's
     if type(time_range) is int:
         msg.time_range.specific_time = _int64(time_range, time_range)
     elif time_range is not None:
@@ -197,9 +199,9 @@ class RemoteTable:
                                       transaction_id)
             except Unsendable:
                 pass
-        key = convert.encode_key(self._names, self._pk_values(pk))
-        req = pb.GetRowRequest(table_name=self.name, primary_key=key)
-        fill_read(req, columns, max_versions, time_range, filter)
+        req = pb.GetRowRequest(table_name=self.name)
+        fill_read(req, columns, max_versions, time_range, filter)  # before the key, as the store
+        req.primary_key = convert.encode_key(self._names, self._pk_values(pk))
         if transaction_id:
             req.transaction_id = transaction_id
         data = pb.GetRowResponse.FromString(self._db._call("GetRow", req)).row
