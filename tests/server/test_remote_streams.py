@@ -524,3 +524,21 @@ def test_tail_reports_records_trimmed_before_it_read_them(in_process, monkeypatc
 def test_tail_follow_needs_a_server(cli):
     result = cli("stream", "tail", "t", "--follow", code=1)
     assert "--follow needs --endpoint" in result.stderr
+
+
+@pytest.mark.parametrize("limit", [0, 1001, 2**40, "5"])
+def test_a_bad_limit_on_an_iterator_of_a_stream_made_anew_is_object_not_exist(remote_db, limit):
+    """As the store checks: the iterator's stream first, then the limit; also for limits
+    that cannot travel in Tablestore's int32 field."""
+    db = remote_db
+    db.create_table("t", PK, stream=True)
+    db.table("t").put_row(("a", 1), {"x": 1})
+    (stream,) = db.list_stream("t")
+    it = db.get_shard_iterator(stream.stream_id, 0)
+    with pytest.raises(ParameterInvalid, match=f"got {limit!r}"):
+        db.get_stream_record(it, limit)
+    db.update_table("t", stream=False)
+    db.update_table("t", stream=True)
+    with pytest.raises(WidetableError) as info:
+        db.get_stream_record(it, limit)
+    assert info.value.code == "OTSObjectNotExist"

@@ -94,9 +94,16 @@ def get_shard_iterator(call: Call, stream_id: str, shard_id: int, position: obje
 def get_stream_record(call: Call, iterator: str, limit: int = 100) -> StreamRecords:
     if not isinstance(iterator, str):
         raise ParameterInvalid(f"invalid shard iterator {describe(iterator)}")
-    if type(limit) is not int or not 1 <= limit < 2**31:
-        raise ParameterInvalid(f"limit must be 1-1000 records, got {describe(limit)}")
     shard = stream_api.decode_iterator(iterator)[1]  # widetable's iterators name their shard
+    if type(limit) is not int or not -2**31 <= limit < 2**31:
+        # Not an int32, so it cannot travel. The store looks at the iterator's stream
+        # before the limit: ask with limit 0 so the server does so (a stream turned off
+        # or made anew answers OTSObjectNotExist), then refuse this limit.
+        try:
+            call("GetStreamRecord", pb.GetStreamRecordRequest(shard_iterator=iterator, limit=0))
+        except ParameterInvalid:
+            pass
+        raise ParameterInvalid(f"limit must be 1-1000 records, got {describe(limit)}")
     req = pb.GetStreamRecordRequest(shard_iterator=iterator, limit=limit)
     resp = pb.GetStreamRecordResponse.FromString(call("GetStreamRecord", req))
     records = [_record(r, shard) for r in resp.stream_records]
