@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 from ..findings import (
     CRITICAL,
     INFO,
@@ -26,6 +28,8 @@ MIN_SAMPLE = 100  # keys needed before judging a distribution
 MIN_LOAD_SAMPLE = 1000  # recorded requests needed before judging load shares
 YEAR_DAYS = 365
 MIN_GROWTH_WINDOW = 3600  # seconds of statistics before a write rate is projected
+MIN_WRITE_TIMES = 32  # distinct write times a sample needs before they tell the write order
+SCATTERED = 0.2  # |rank correlation| of key order and write order below which writes scattered
 
 
 def _columns(ev: Evidence) -> list[KeyColumn]:
@@ -57,6 +61,11 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
     ts = fraction(values, timestamp_like)
     density = sequential_density(values, ev.total_rows)
     lead_ts, lead_density, lead_rev = _leading_parts(values, ev.total_rows)
+    order = write_order(ev)
+    if order is not None and abs(order) < SCATTERED:
+        # Dense numbers, but the rows were not written in their order: the sequence was
+        # spread (reversed digits of sequential ids fill the same span), so no end is hot.
+        density = lead_density = 0.0
     rev = max(fraction(values, reversed_timestamp_like), lead_rev)
     if max(ts, lead_ts, rev) < 0.9 and max(density, lead_density) < 0.5 and not tail:
         return None
@@ -110,12 +119,51 @@ def monotonic_first_key(ev: Evidence) -> Finding | None:
             "sampled_keys": len(values), "timestamp_like_fraction": ts,
             "sequential_density": max(density, lead_density), "tail_share_of_load": tail,
             "reversed_timestamp_fraction": rev,
+            **({"write_order_correlation": order} if order is not None else {}),
         }),
         seed_rule="seed 000 §主鍵設計 常見熱點問題 (尾部熱點); seed 004 §以時間戳記開頭的資料列索引鍵; "
         "seed 001 §1.3 热点规避原则",
         fix=fix,
         fix_design=tuple(fix_cols),
     )
+
+
+def _ranks(values: list) -> list[float]:
+    """Each value's rank in sorted order, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2
+        i = j + 1
+    return ranks
+
+
+def write_order(ev: Evidence) -> float | None:
+    """Spearman's rank correlation of the sampled rows' first key values and their last
+    writes: near 1 (or -1) when rows were written in key order, rising (or falling), as
+    a sequence writes them; near 0 when the key order says nothing of the write order.
+    None when the sample does not tell: no write times, or fewer than MIN_WRITE_TIMES
+    distinct ones (a bulk load in a few milliseconds), or values that do not sort."""
+    rows = ev.rows
+    if not rows or len(rows) != len(ev.keys):
+        return None
+    times = [r.last_write_ms for r in rows]
+    if len(set(times)) < MIN_WRITE_TIMES:
+        return None
+    try:
+        by_key = _ranks([k[0] for k in ev.keys])
+    except TypeError:  # values of mixed types
+        return None
+    by_time = _ranks(times)
+    try:
+        return statistics.correlation(by_key, by_time)
+    except statistics.StatisticsError:  # every key value the same
+        return None
 
 
 def _leading_parts(values: list, population: int | None) -> tuple[float, float, float]:
