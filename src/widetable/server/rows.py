@@ -67,8 +67,8 @@ def read_options(req) -> dict:
 def get_row(db: Database, req) -> object:
     table, reader = target(db, req.table_name, req.transaction_id)
     options = read_options(req)
-    table.reader(**{"columns": None, "max_versions": None, "time_range": None, "filter": None,
-                    **options})  # checked before the key, as the store checks them
+    # The read options are checked before the key, as the store's get_row checks them.
+    table.reader(*map(options.get, ("columns", "max_versions", "time_range", "filter")))
     pk = convert.read_key(table, req.primary_key)
     row = reader.get_row(pk, **options)
     resp = pb.GetRowResponse()
