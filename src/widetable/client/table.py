@@ -65,37 +65,20 @@ def read_row(buf: bytes) -> Row:
     return Row(pk, dict(zip(names, values)), first if shared else dict(zip(names, stamps)))
 
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # what a protobuf int64 holds
+INT64_MAX = 2**63 - 1  # the most a protobuf int64 holds
 ALL_VERSIONS = 2**31 - 1  # the largest max_versions an int32 holds, and any table keeps
 
 
-def _bad_time_range(time_range: object) -> ParameterInvalid:
-    return ParameterInvalid(
-        f"time_range must be (start_ms, end_ms) with 0 <= start < end, or one timestamp "
-        f"(>= 0); got {describe(time_range)}")
-
-
-def _int64(t: object, time_range: object) -> int:
-    """A time_range bound the message can hold; the server checks the rest."""
-    if type(t) is not int or not INT64_MIN <= t <= INT64_MAX:
-        raise _bad_time_range(time_range)
-    return t
-
-
-def _wire_time_range(time_range: tuple | list) -> tuple[int, int]:
-    """``(start, end)`` as int64s that read the same versions.
+def _wire_time_range(window: tuple[int, int]) -> tuple[int, int]:
+    """A checked ``(start, end)`` (``check_time_range``) as int64s that read the same versions.
 
     The store takes any ``0 <= start < end``. No version is stamped anywhere near
     int64's end (a write's timestamp is within ``max_time_deviation``, at most 2**31 - 1
     s, of now), so a range reaching past it reads what the range cut there reads: it is
-    cut, not refused for a limit of the message alone. Any other pair travels as it is,
-    for the server to refuse as the store does (or is refused here, if the message
-    cannot hold it).
+    cut, not refused for a limit of the message alone.
     """
-    start, end = time_range
-    if type(start) is int and type(end) is int and 0 <= start < end:
-        return min(start, INT64_MAX - 1), min(end, INT64_MAX)
-    return _int64(start, time_range), _int64(end, time_range)
+    start, end = window
+    return min(start, INT64_MAX - 1), min(end, INT64_MAX)
 
 
 def fill_read(msg, columns, max_versions, time_range, filter) -> None:
@@ -108,13 +91,12 @@ def fill_read(msg, columns, max_versions, time_range, filter) -> None:
         except (TypeError, ValueError):  # not text, or not Unicode text (UnicodeEncodeError)
             raise ParameterInvalid(
                 f"columns must be a list of column names, got {describe(columns)}") from None
-    check_time_range(time_range)  # the store's check, here: it comes before the key's
+    # The store's check, and the only one: it comes before the key's, as in the store.
+    window = check_time_range(time_range)
     if type(time_range) is int:
-        msg.time_range.specific_time = _int64(time_range, time_range)
-    elif time_range is not None:
-        if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
-            raise ParameterInvalid(f"time_range must be (start_ms, end_ms), got {describe(time_range)}")
-        msg.time_range.start_time, msg.time_range.end_time = _wire_time_range(time_range)
+        msg.time_range.specific_time = time_range  # 0 <= it < 2**63: an int64
+    elif window is not None:
+        msg.time_range.start_time, msg.time_range.end_time = _wire_time_range(window)
     if max_versions is not None:
         if type(max_versions) is not int or max_versions < 1:
             raise ParameterInvalid(f"max_versions must be a positive integer, got {describe(max_versions)}")
