@@ -276,3 +276,19 @@ def test_a_bad_cache_size_is_named(tmp_path, bad) -> None:
         widetable.open(str(tmp_path / "r"), cache_mb=bad)
     assert info.value.code == "OTSParameterInvalid" and "cache_mb" in info.value.message
     assert not (tmp_path / "r").exists()  # nothing was created
+
+
+def test_rocksdb_runs_with_the_documented_options(tmp_path) -> None:
+    """The options a store opens with (``rocks_options``) are those RocksDB runs with, as it
+    records them in the store's OPTIONS file: 16 KB data blocks, bloom filters in table
+    files and over the memtable, two background jobs."""
+    from widetable.storage.rocks import BLOCK_SIZE
+
+    eng = open_engine(str(tmp_path / "r"), "rocksdb")
+    eng.close()
+    newest = max((tmp_path / "r").glob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))
+    recorded = {line.strip() for line in newest.read_text().splitlines()}
+    assert BLOCK_SIZE == 16 * 1024
+    assert {"block_size=16384", "filter_policy=bloomfilter", "whole_key_filtering=true",
+            "memtable_whole_key_filtering=true", "memtable_prefix_bloom_size_ratio=0.020000",
+            "max_background_jobs=2"} <= recorded

@@ -29,6 +29,7 @@ def _holding(items, opts: ReadOptions, end: bytes) -> Iterator[tuple[bytes, byte
 
 
 BLOOM_BITS = 10  # per key: about 1% false positives, ~1.2 bytes a key
+BLOCK_SIZE = 16 * 1024  # bytes of a table file's data block, before compression
 
 
 def rocks_options(cache_mb: int = DEFAULT_CACHE_MB) -> Options:
@@ -43,6 +44,14 @@ def rocks_options(cache_mb: int = DEFAULT_CACHE_MB) -> Options:
       missing row, most of them); and one over the memtable's whole keys (2% of
       its size), so a read of a row that is not in the memtable skips searching
       its skip list (5.5 to 4.5 µs per read with 20,000 recent writes there).
+    * Data blocks of ``BLOCK_SIZE`` (16 KB; RocksDB's default is 4 KB, HBase's and
+      Bigtable's 64 KB). A range read visits a quarter as many blocks: a 51-row page of
+      1 KB rows took 32 against 49 µs with its blocks cached, and 79 against 113 µs
+      with them mostly outside the cache. The cost is a larger block to search per
+      point read: 4.5 against 4.1 µs cached, and more to read and decompress
+      uncached, 30% more per read on 100 MB of 1 KB rows through an 8 MB cache
+      (64 KB blocks there: 3 times as much). Table files written with another
+      size stay readable.
     * Two background jobs for flushes and compactions.
     """
     opts = Options(raw_mode=True)
@@ -57,6 +66,7 @@ def rocks_options(cache_mb: int = DEFAULT_CACHE_MB) -> Options:
     else:
         table.disable_cache()
     table.set_bloom_filter(BLOOM_BITS, False)
+    table.set_block_size(BLOCK_SIZE)
     opts.set_block_based_table_factory(table)
     return opts
 
