@@ -265,3 +265,22 @@ def test_put_latest_is_the_general_merge_for_one_version(row, puts) -> None:
         merge_version(versions.setdefault(name, []), ts, value)
     trim(versions, 1, None)
     assert _put_latest(("k",), stored, puts) == encode_versions(("k",), versions)
+
+
+def test_rows_read_are_not_tracked_by_the_cycle_collector(tmp_path) -> None:
+    """A range read makes thousands of Rows at a time; they hold plain values only, so the
+    cycle collector does not track them (``Row`` is ``gc=False``)."""
+    import gc
+
+    import widetable
+
+    db = widetable.open(str(tmp_path / "d"))
+    try:
+        table = db.create_table("t", [("k", "STRING")])
+        for i in range(3):
+            table.put_row((f"k{i}",), {"a": i, "b": "x"})
+        rows = table.get_range((widetable.INF_MIN,), (widetable.INF_MAX,)).rows
+        rows.append(table.get_row(("k0",)))
+        assert len(rows) == 4 and not any(map(gc.is_tracked, rows))
+    finally:
+        db.close()
