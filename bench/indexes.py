@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -55,6 +56,13 @@ def _open(mode: str):
 
 def _row(i: int) -> tuple[tuple, dict]:
     return (f"u{i % 997:04d}", i), {"status": f"s{i % 50:02d}", "total": i, "note": "x" * 24}
+
+
+def outward_range(values: list[float]) -> list[float]:
+    """``[lowest, highest]`` of ``values`` to 3 decimals, rounded outwards: the range
+    printed still holds every value, and so their median (rounding each to the
+    nearest could put a median of two close values outside it)."""
+    return [math.floor(min(values) * 1000) / 1000, math.ceil(max(values) * 1000) / 1000]
 
 
 def write_round(mode: str, rows: int) -> tuple[float, float, float, float, float]:
@@ -178,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         "ratios": {**{name: statistics.median(v) for name, v in pairs.items()},
                    "index_read": statistics.median(read_ratios),
                    "index_read_cpu": statistics.median(cpu_ratios)},
-        "ratio_ranges": {name: [round(min(v), 3), round(max(v), 3)] for name, v in
+        "ratio_ranges": {name: outward_range(v) for name, v in
                          {**pairs, "index_read": read_ratios, "index_read_cpu": cpu_ratios}.items()},
         "put_row_us": {
             "base": round(us["none"], 2),

@@ -155,3 +155,16 @@ def test_indexes_smoke(tmp_path: Path) -> None:
     assert set(result["targets"]) == {
         "put_row, one LOCAL index >= 0.6", "put_row, one GLOBAL index >= 0.8",
         "global lag p99 < 100 ms at half peak", "index range read >= 0.8 of base"}
+
+
+def test_index_ratio_ranges_hold_their_median() -> None:
+    """Two rounds' ratios 0.70342 and 0.70345 have the median 0.703435: rounded to the
+    nearest, the range would end at 0.703, below it (seen in a CI run)."""
+    import statistics
+
+    from bench.indexes import outward_range
+
+    for values in ([0.70342, 0.70345], [0.1, 0.1], [0.5996, 0.6, 1.2344], [0.0004]):
+        low, high = outward_range(values)
+        assert low <= min(values) <= statistics.median(values) <= max(values) <= high
+        assert high - low < max(values) - min(values) + 0.002
