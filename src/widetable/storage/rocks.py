@@ -49,7 +49,7 @@ def rocks_options(cache_mb: int = DEFAULT_CACHE_MB) -> Options:
       1 KB rows took 32 against 49 µs with its blocks cached, and 79 against 113 µs
       with them mostly outside the cache. The cost is a larger block to search per
       point read: 4.5 against 4.1 µs cached, and more to read and decompress
-      uncached, 30% more per read on 100 MB of 1 KB rows through an 8 MB cache
+      uncached, 30-60% more per read on 100 MB of 1 KB rows through an 8 MB cache
       (64 KB blocks there: 3 times as much). Table files written with another
       size stay readable.
     * Two background jobs for flushes and compactions.
