@@ -196,7 +196,8 @@ def _on_sigterm(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns the process exit code (0 also when targets are missed)."""
     args = parse_args(argv)
-    console = Console()
+    # Piped to a file or a log, rich would wrap the tables at 80 columns: 120 fits them.
+    console = Console() if sys.stdout.isatty() else Console(width=120)
     try:
         ycsb_w, bt = parse_workloads(args.workloads)
         systems = list(dict.fromkeys(s.strip() for s in args.systems.split(",") if s.strip()))

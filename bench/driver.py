@@ -49,6 +49,11 @@ class PhaseResult:
     peak_rss_mb: float | None
     server_mb: float | None
     misses: int
+    # CPU per timed op (per batch for a load), in µs: this process's, and the server's
+    # processes' (None for a system without one). A busy-polling client or server
+    # spends CPU waiting: these show what its latency costs.
+    client_cpu_us: float | None = None
+    server_cpu_us: float | None = None
     round: int = 0  # which pass over the systems measured it (``--repeat``)
 
     def to_json(self) -> dict[str, Any]:
@@ -135,9 +140,16 @@ def run_phase(
     lat: list[int] = []
     gc.collect()
     memory.reset_peak()
+    pid = system.server_pid()
+    server_cpu = None if pid is None else memory.tree_cpu_seconds(pid)
+    cpu = time.process_time()
     start = time.perf_counter_ns()
     rows, misses = _execute(system, timed, lat)
     seconds = max(time.perf_counter_ns() - start, 1) / 1e9
+    cpu = time.process_time() - cpu
+    if server_cpu is not None:
+        after = memory.tree_cpu_seconds(pid)  # type: ignore[arg-type]
+        server_cpu = None if after is None else after - server_cpu
     peak = memory.peak_rss_kib()
     lat.sort()
     count = rows if unit in ("rows/s", "values/s") else len(timed)
@@ -156,6 +168,8 @@ def run_phase(
         peak_rss_mb=None if peak is None or baseline_kib is None else (peak - baseline_kib) / 1024,
         server_mb=system.server_memory_mb(),
         misses=misses,
+        client_cpu_us=cpu / max(len(timed), 1) * 1e6,
+        server_cpu_us=None if server_cpu is None else server_cpu / max(len(timed), 1) * 1e6,
     )
 
 

@@ -1,4 +1,4 @@
-"""Memory measures without tracemalloc (too slow) or psutil: Linux ``/proc`` only.
+"""Memory and CPU measures without tracemalloc (too slow) or psutil: Linux ``/proc`` only.
 
 * This process: ``VmHWM`` (peak resident set) from ``/proc/self/status``. Writing
   ``5`` to ``/proc/self/clear_refs`` resets the peak to the current RSS (Linux 4.0+),
@@ -11,6 +11,11 @@ Systems run one after another in one process, and memory one system freed may be
 reused by the next without raising the RSS. :func:`release_free_memory` (glibc's
 ``malloc_trim``) hands freed heap back to the OS between systems, so each system's
 growth is measured from a baseline close to what the harness itself holds.
+
+CPU: this process's from ``time.process_time`` (every thread, RocksDB's included); a
+server's, the user and system time of a process and its children from
+``/proc/<pid>/stat`` (in clock ticks, 10 ms on Linux: a phase of a second or more
+reads it to about 1%).
 
 Every function returns ``None`` where the figure cannot be read (not Linux, no
 permission), and the report shows ``n/a``.
@@ -106,3 +111,26 @@ def tree_pss_mb(pid: int) -> float | None:
             continue  # a child that exited meanwhile
         total += pss
     return total / _MIB
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds of ``pid`` and its direct children (as they stand,
+    children that exited are not counted); None if unreadable."""
+    total = 0
+    for p in [pid, *_children(pid)]:
+        ticks = _cpu_ticks(p)
+        if ticks is None:
+            if p == pid:
+                return None
+            continue  # a child that exited meanwhile
+        total += ticks
+    return total / os.sysconf("SC_CLK_TCK")

@@ -70,11 +70,15 @@ def medians(results: list[PhaseResult]) -> list[PhaseResult]:
         med = statistics.median
         memory = [r.peak_rss_mb for r in rs if r.peak_rss_mb is not None]
         server = [r.server_mb for r in rs if r.server_mb is not None]
+        client_cpu = [r.client_cpu_us for r in rs if r.client_cpu_us is not None]
+        server_cpu = [r.server_cpu_us for r in rs if r.server_cpu_us is not None]
         out.append(replace(
             rs[0], seconds=med(r.seconds for r in rs), throughput=med(r.throughput for r in rs),
             p50_us=med(r.p50_us for r in rs), p99_us=med(r.p99_us for r in rs),
             peak_rss_mb=max(memory) if memory else None, server_mb=max(server) if server else None,
             misses=max(r.misses for r in rs), round=-1,
+            client_cpu_us=med(client_cpu) if client_cpu else None,
+            server_cpu_us=med(server_cpu) if server_cpu else None,
         ))
     return out
 
@@ -145,9 +149,19 @@ def _fmt_ratio(value: float | None, spread: tuple[float, float] | None, unit: st
     return text if spread is None else f"{text} ({spread[0]:.2f}-{spread[1]:.2f})"
 
 
+def _cpu(r: PhaseResult) -> str:
+    """CPU per op: this process's, plus the server's where it has one (``12+20``)."""
+    if r.client_cpu_us is None:
+        return "n/a"
+    if r.server_cpu_us is None:
+        return f"{r.client_cpu_us:.0f}"
+    return f"{r.client_cpu_us:.0f}+{r.server_cpu_us:.0f}"
+
+
 def _results_table(title: str, rows: list[PhaseResult], order: tuple[str, ...]) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("workload", "system", "throughput", "p50 µs", "p99 µs", "peak RSS MB", "server MB"):
+    for col in ("workload", "system", "throughput", "p50 µs", "p99 µs", "CPU µs/op",
+                "peak RSS MB", "server MB"):
         table.add_column(col, justify="left" if col in ("workload", "system") else "right")
     rank = {w: i for i, w in enumerate(order)}
     for r in sorted(rows, key=lambda r: rank.get(r.workload, 99)):
@@ -158,6 +172,7 @@ def _results_table(title: str, rows: list[PhaseResult], order: tuple[str, ...]) 
             f"{r.throughput:,.0f} {r.unit}{flag}",
             _fmt(r.p50_us, 1),
             _fmt(r.p99_us, 1),
+            _cpu(r),
             _fmt(r.peak_rss_mb),
             _fmt(r.server_mb),
         )

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import widetable
 
+from .memory import tree_cpu_seconds
 from .systems.widetable_server import KEY_ID, SECRET, start_server, stop_server
 
 FIELDS = [f"field{i}" for i in range(10)]
@@ -44,13 +45,7 @@ def _row(i: int) -> tuple[str, dict]:
 
 def _cpu_seconds(pid: int | None) -> float | None:
     """User + system CPU seconds that process ``pid`` has used (Linux /proc; None elsewhere)."""
-    if pid is None:
-        return None
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return None if pid is None else tree_cpu_seconds(pid)
 
 
 def _run(threads: int, seconds: float, op, server: int | None = None) -> tuple[float, float, float]:

@@ -78,4 +78,8 @@ class System(ABC):
 
     def server_memory_mb(self) -> float | None:
         """Memory held outside this process (a server's processes), if any and known."""
+
+    def server_pid(self) -> int | None:
+        """The process whose tree (it and its children) serves this system outside this
+        process, for its CPU time; None for a system in this process."""
         return None

@@ -100,5 +100,8 @@ class PostgresSystem(System):
         self._cur.execute(self._scan_sql, (start, count))
         return len(self._cur.fetchall())
 
+    def server_pid(self) -> int | None:
+        return None if self._pg is None else self._pg.postmaster_pid()
+
     def server_memory_mb(self) -> float | None:
         return None if self._pg is None else self._pg.memory_mb()

@@ -126,6 +126,9 @@ class WidetableServerSystem(System):
     def scan(self, start: str, count: int) -> int:
         return len(self._table.get_range((start,), self._end, limit=count).rows)
 
+    def server_pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
     def server_memory_mb(self) -> float | None:
         if self._proc is None:
             return None

@@ -77,6 +77,10 @@ def test_server_systems_smoke(tmp_path: Path, capsys) -> None:
         result = got[(workload, "widetable-server")]
         assert result["throughput"] > 0 and result["misses"] == 0, workload
         assert result["server_mb"] and result["server_mb"] > 0, workload
+        # CPU per op: this process's always; the server's for a system in other processes
+        # (in 10 ms ticks, so a run this short may read 0).
+        assert result["client_cpu_us"] > 0 and result["server_cpu_us"] >= 0, workload
+        assert got[(workload, "sqlite")]["server_cpu_us"] is None, workload
         suite = "bigtable" if workload == "random-writes" else "ycsb"
         expected = result["throughput"] / got[(workload, "sqlite")]["throughput"]
         assert doc["server_ratios"][suite][workload]["sqlite"] == pytest.approx(expected)

@@ -17,6 +17,11 @@ from .literals import CliError
 # Per-partition capacity the server switches on: high enough that ordinary local use never
 # meets it, low enough that a hot partition really throttles (OTSServerBusy, retried by SDKs).
 DEFAULT_CAPACITY = 20000
+# Microseconds the loop polls for the next request after an answer (server/busypoll.py):
+# long enough to catch a client that reads a 100-row page before it calls again.
+DEFAULT_BUSY_POLL_US = 200
+MAX_BUSY_POLL_US = 100_000  # server/busypoll.py's MAX_WINDOW_US (not imported: the
+# command line starts without loading the server)
 
 
 @command("serve")
@@ -49,6 +54,13 @@ def serve(
     grace: Annotated[
         float, typer.Option(min=0, help="Seconds in-flight requests get at shutdown.")
     ] = 30.0,
+    busy_poll: Annotated[
+        int,
+        typer.Option("--busy-poll", min=0, max=MAX_BUSY_POLL_US, metavar="MICROSECONDS",
+                     help="After each answer, poll for the next request this long before "
+                     "sleeping: a client calling back to back is served sooner, for up to "
+                     "this much CPU per answer (stops after idle windows); 0 = off."),
+    ] = DEFAULT_BUSY_POLL_US,
 ) -> None:
     """Serve the store with Tablestore's protocol: the official SDKs and widetable.connect work.
 
@@ -71,7 +83,7 @@ def serve(
     database = _db.open(path, sync=sync, cache_mb=cache_mb)
     try:
         server = WidetableServer(database, store, host, port, instance, tls_cert, tls_key, access_log,
-                                 capacity=capacity, unix_socket=unix_socket)
+                                 capacity=capacity, unix_socket=unix_socket, busy_poll=busy_poll)
     except BaseException:
         new.discard(database)  # a new store that could not be served: not left behind
         raise
@@ -100,6 +112,8 @@ def _banner(server, path: str, store, generated: bool) -> None:
     print(f"  instance:  {server.instance}")
     cap = server.capacity
     print(f"  capacity:  {f'{cap} operations/s per partition' if cap else 'unlimited'}")
+    window = round(server.service.poll.window * 1e6)
+    print(f"  busy poll: {f'{window} µs after each answer' if window else 'off'}")
     if generated:
         print("  access key (generated for this run; set WIDETABLE_ACCESS_KEY_ID / _SECRET "
               "or --keys to fix one):")

@@ -21,6 +21,7 @@ from ..index.manager import IndexDescription
 from ..index.view import index_write_refused
 from ..partition.retry import Retrier
 from ..server import convert, plainbuffer
+from ..server.busypoll import MAX_WINDOW_US as MAX_BUSY_POLL_US
 from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
 from ..stream import api as stream_api
@@ -52,16 +53,19 @@ from .transport import Transport, error_of
 PUT, UPDATE, DELETE = (enum_value("OperationType", n) for n in ("PUT", "UPDATE", "DELETE"))
 _OPS = {"put": PUT, "update": UPDATE, "delete": DELETE}
 PROTOCOLS = ("auto", "native", "tablestore")
+# Microseconds a call polls for its answer before it sleeps (``connect``): a 100-row page
+# from a server on this machine comes back within it.
+BUSY_POLL_US = 200
 T = TypeVar("T")
 
 
 class RemoteDatabase:
     """A widetable (or Tablestore) server, used like :class:`widetable.Database`. Thread-safe."""
 
-    def __init__(self, transport: Transport, protocol: str = "auto") -> None:
+    def __init__(self, transport: Transport, protocol: str = "auto", busy_poll: int = 0) -> None:
         """``protocol``: ``"auto"`` (widetable's own for data calls if the server speaks it,
         else Tablestore's), ``"native"`` (widetable's own, or OTSUnsupportOperation) or
-        ``"tablestore"`` (Tablestore's for everything)."""
+        ``"tablestore"`` (Tablestore's for everything). ``busy_poll``: see ``connect``."""
         if protocol not in PROTOCOLS:
             raise ParameterInvalid(f"protocol must be one of {', '.join(PROTOCOLS)}, "
                                    f"got {describe(protocol)}")
@@ -73,7 +77,8 @@ class RemoteDatabase:
         self._closed = False
         self._native: NativeChannel | None = None
         if protocol != "tablestore":
-            self._native = NativeChannel(transport, self._no_native if protocol == "auto" else None)
+            self._native = NativeChannel(transport, self._no_native if protocol == "auto" else None,
+                                         busy_poll)
 
     def _no_native(self) -> None:
         self._native = None
@@ -671,7 +676,8 @@ def _description(meta, options, throughput, index_metas=(), stream=None) -> Tabl
 
 def connect(endpoint: str, access_key_id: str, access_key_secret: str,
             instance: str = "widetable", timeout: float | None = 30.0, retrier: Retrier | None = None,
-            ssl_context: ssl.SSLContext | None = None, protocol: str = "auto") -> RemoteDatabase:
+            ssl_context: ssl.SSLContext | None = None, protocol: str = "auto",
+            busy_poll: int = BUSY_POLL_US) -> RemoteDatabase:
     """A widetable server at ``endpoint`` (``http://host:port``), used like a local Database.
 
     ``endpoint`` may also be ``unix:///path`` (``widetable serve --socket``).
@@ -681,8 +687,15 @@ def connect(endpoint: str, access_key_id: str, access_key_secret: str,
     ``"auto"`` sends data calls over widetable's own protocol when the server
     speaks it (a widetable server does; the Tablestore service does not) and
     everything else over Tablestore's; ``"native"`` insists on widetable's own;
-    ``"tablestore"`` uses Tablestore's for everything.
+    ``"tablestore"`` uses Tablestore's for everything. ``busy_poll``: microseconds a
+    call over widetable's own protocol polls for its answer before it sleeps, while
+    answers come back within that time (a server on this machine; TLS connections
+    never poll): up to this much CPU per call, for answers picked up without a
+    thread's wake-up; 0 turns it off.
     """
+    if type(busy_poll) is not int or not 0 <= busy_poll <= MAX_BUSY_POLL_US:
+        raise ParameterInvalid(f"busy_poll must be an int of microseconds in "
+                               f"0..{MAX_BUSY_POLL_US}, got {describe(busy_poll)}")
     if timeout is not None and (type(timeout) not in (int, float) or not 0 < timeout < 1e9):
         raise ParameterInvalid(f"timeout must be seconds > 0 (or None: no limit), got "
                                f"{describe(timeout)}")
@@ -691,7 +704,7 @@ def connect(endpoint: str, access_key_id: str, access_key_secret: str,
     if not isinstance(access_key_secret, str) or not access_key_secret:
         raise ParameterInvalid("access_key_secret must be a non-empty string")
     return RemoteDatabase(Transport(endpoint, access_key_id, access_key_secret, instance, timeout,
-                                    retrier, ssl_context), protocol)
+                                    retrier, ssl_context), protocol, busy_poll)
 
 
 __all__ = ["RemoteDatabase", "WriteResult", "connect"]

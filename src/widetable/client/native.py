@@ -11,7 +11,9 @@ through ``on_refused``.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 import msgspec
@@ -24,6 +26,7 @@ from ..partition.manager import PartitionInfo
 from ..partition.meta import PartitionEvent
 from ..partition.retry import RETRYABLE
 from ..server import convert
+from ..server.busypoll import PREEMPTED, QUIET
 from ..server.native import (
     ANSWER_ROW,
     API,
@@ -70,6 +73,7 @@ from .transport import (
 _NOT_SERVED = frozenset({"OTSUnsupportOperation", "OTSInvalidAPI", "OTSParameterInvalid"})
 _UPGRADE_HEADERS = f"Upgrade: {UPGRADE}\r\nConnection: Upgrade\r\n".encode()
 MAX_ANSWER = 4 * MAX_FRAME  # bytes of one answer (a range page is at most 4 MB of rows)
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)  # none on Windows: no busy polling there
 
 
 class Unsendable(Exception):
@@ -200,9 +204,13 @@ def _error(error: tuple | None) -> WidetableError | None:
 class NativeChannel:
     """Data calls over upgraded connections, one per thread; throttling errors are retried."""
 
-    def __init__(self, transport: Transport, on_refused: Callable[[], None] | None) -> None:
+    def __init__(self, transport: Transport, on_refused: Callable[[], None] | None,
+                 busy_poll: int = 0) -> None:
         """``on_refused``: called once if the server refuses the upgrade (None: raise
-        ``OTSUnsupportOperation`` instead)."""
+        ``OTSUnsupportOperation`` instead). ``busy_poll``: microseconds to poll for an
+        answer before sleeping, while answers come that fast (see ``_send``)."""
+        self._spin = busy_poll / 1e6 if _DONTWAIT else 0.0
+        self._waiting: set[_Connection] = set()  # connections waiting for a polled answer
         self._transport = transport
         self._on_refused = on_refused
         self._retrier = transport.retrier
@@ -315,9 +323,22 @@ class NativeChannel:
         reused = conn is not None and conn.sock is not None
         if not reused:
             conn = self._connect()
+        waiting = self._waiting
         try:
-            conn.sock.sendall(data)  # type: ignore[union-attr]
-            answer = _read_frame(conn, decode)
+            if self._spin and conn._tls is None:
+                # Busy polling: while answers come back within the window (the server is
+                # on this machine and fast), poll for this one instead of sleeping at
+                # once: a thread woken from sleep costs more than the answer takes. Only
+                # a call that waits alone polls: calls of other threads need the GIL
+                # that each poll takes.
+                waiting.add(conn)
+                sent = perf_counter()
+                conn.sock.sendall(data)  # type: ignore[union-attr]
+                answer = _read_frame(conn, decode, self._spin if len(waiting) == 1 else 0.0,
+                                     sent)
+            else:
+                conn.sock.sendall(data)  # type: ignore[union-attr]
+                answer = _read_frame(conn, decode)
         except (_Closed, ConnectionResetError, BrokenPipeError):
             self._conns.drop(conn)
             if not reused:  # a fresh connection closed at once: not a stale one
@@ -331,6 +352,8 @@ class NativeChannel:
         except OSError as exc:
             self._conns.drop(conn)
             raise unreachable(self._transport.endpoint, exc, self._transport._timeout) from None
+        finally:
+            waiting.discard(conn)
         if answer[0] == 0:
             return answer[1]
         raise error_of(answer[1], answer[2])
@@ -380,18 +403,49 @@ RECV_START = 64 * 1024  # bytes of a connection's receive buffer at first, reuse
 RECV_KEEP = 1024 * 1024  # the most it grows to, for larger answers; past that, one buffer each
 
 
-def _read_frame(conn: _Connection, decode: Callable = read_answer) -> list:
+def _recv_soon(conn: _Connection, view: memoryview, until: float) -> int:
+    """``conn.sock.recv_into(view)``, polling (without sleeping) until ``until`` (a
+    ``perf_counter`` time) before it waits as usual. Each poll releases the GIL. A
+    gap between two polls (another thread took the CPU or the GIL) ends the polling,
+    and the connection does not poll for QUIET seconds: the CPU is wanted elsewhere."""
+    sock = conn.sock
+    last = perf_counter()
+    while True:
+        try:
+            return sock.recv_into(view, 0, _DONTWAIT)  # type: ignore[union-attr]
+        except BlockingIOError:
+            now = perf_counter()
+            if now - last > PREEMPTED:
+                conn.quiet = now + QUIET
+                return sock.recv_into(view)  # type: ignore[union-attr]
+            if now >= until:
+                return sock.recv_into(view)  # type: ignore[union-attr]
+            last = now
+
+
+def _read_frame(conn: _Connection, decode: Callable = read_answer, spin: float = 0.0,
+                sent: float = 0.0) -> list:
     """The next answer on ``conn``. An answer that fits the connection's receive buffer
     (which grows to RECV_KEEP bytes as answers need) is received into it and decoded
     there, with no allocation and no copy; a larger one is read on into one buffer of
-    its size."""
+    its size. ``spin``: seconds to poll for the answer's first bytes, counted from
+    ``sent`` (``_recv_soon``), if the connection's answers have been arriving that
+    fast (``conn.rtt``, which this call updates) and it has not lost its CPU while
+    polling lately (``conn.quiet``)."""
     buf = conn._buf
     sock = conn.sock
     if not buf:
         view = conn.recv_view
         if view is None:
             view = conn.recv_view = memoryview(bytearray(RECV_START))
-        got = sock.recv_into(view)  # type: ignore[union-attr]
+        if spin:
+            if conn.rtt <= spin and sent >= conn.quiet:
+                got = _recv_soon(conn, view, sent + spin)
+            else:
+                got = sock.recv_into(view)  # type: ignore[union-attr]
+            conn.rtt += (perf_counter() - sent - conn.rtt) * 0.25  # a moving average
+        else:
+            got = sock.recv_into(view)  # type: ignore[union-attr]
         if not got:
             raise _Closed
         if got >= 4:

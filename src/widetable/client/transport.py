@@ -90,7 +90,8 @@ def unreachable(endpoint: str, exc: OSError, timeout: float) -> WidetableError:
 class _Connection:
     """One keep-alive HTTP/1.1 connection: ``exchange`` sends a request and reads its answer."""
 
-    __slots__ = ("_authority", "_buf", "_host", "_port", "_timeout", "_tls", "recv_view", "sock")
+    __slots__ = ("_authority", "_buf", "_host", "_port", "_timeout", "_tls", "quiet", "recv_view",
+                 "rtt", "sock")
 
     def __init__(self, host: str, port: int | None, timeout: float,
                  tls: ssl.SSLContext | None, authority: str) -> None:
@@ -100,6 +101,8 @@ class _Connection:
         self.sock: socket.socket | None = None
         self._buf = bytearray()  # bytes received and not read yet
         self.recv_view: memoryview | None = None  # widetable's own protocol's receive buffer
+        self.rtt = 0.0  # seconds until an answer's first bytes, a moving average (own protocol)
+        self.quiet = 0.0  # no busy polling for answers until then (``perf_counter``)
 
     def _open(self) -> None:
         if self._port is None:  # a unix socket's path

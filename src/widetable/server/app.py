@@ -36,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..db import Database
 from . import tables
 from .auth import KeyStore
+from .busypoll import check_window
 from .http import Connection
 from .service import TablestoreService
 
@@ -111,14 +112,19 @@ class WidetableServer:
                  instance: str = DEFAULT_INSTANCE, certfile: str | None = None,
                  keyfile: str | None = None, access_log: bool = False,
                  capacity: int | None = None, idle_timeout: float = IDLE_TIMEOUT,
-                 workers: int = WORKERS, unix_socket: str | None = None) -> None:
+                 workers: int = WORKERS, unix_socket: str | None = None,
+                 busy_poll: int = 0) -> None:
         """``capacity``: operations per second per partition, set on every table now and
         on tables created later (0 turns throttling off); None leaves tables as they are.
         Binds ``host:port`` (port 0 picks a free one), and ``unix_socket`` if given (a
         path: local clients skip TCP; no TLS there, the file is the owner's only);
-        raises OSError if it cannot."""
+        raises OSError if it cannot. ``busy_poll``: microseconds the loop polls for the
+        next request after each answer before it sleeps (``busypoll.py``); off by
+        default here, as this server may share its process, and its GIL, with the
+        caller (``widetable serve`` polls for 200 µs)."""
         if capacity is not None and (type(capacity) is not int or capacity < 0):
             raise ValueError(f"capacity must be an int >= 0, got {capacity!r}")
+        check_window(busy_poll)
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout!r}")
         self._ssl = _tls(certfile, keyfile)
@@ -140,7 +146,8 @@ class WidetableServer:
         self.tls = certfile is not None
         self.idle_timeout = idle_timeout
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="widetable-worker")
-        self.service = TablestoreService(db, keys, instance, capacity, self.pool, access_log)
+        self.service = TablestoreService(db, keys, instance, capacity, self.pool, access_log,
+                                         busy_poll)
         self._connections: set[Connection] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -206,7 +213,7 @@ class WidetableServer:
                 self._close_listeners()
                 return
             self._loop, self._wake = loop, asyncio.Event()
-        self.service.loop = loop
+        self.service.loop = self.service.poll.loop = loop
         servers = [await loop.create_server(self._connection, sock=self.socket, ssl=self._ssl,
                                             backlog=BACKLOG)]
         if self.unix is not None:

@@ -34,6 +34,8 @@ import asyncio
 import time
 from typing import Protocol
 
+from .busypoll import BusyPoll
+
 MAX_HEAD = 65536  # bytes of the request line and headers
 MAX_HEADERS = 100
 READ_AHEAD = 256 * 1024  # bytes buffered behind a request being served before reading pauses
@@ -66,6 +68,7 @@ class BadRequest(Exception):
 
 class Service(Protocol):
     draining: bool
+    poll: BusyPoll  # told of each request's arrival and each answer (``busypoll.py``)
 
     def handle(self, conn: Connection, request: Request) -> None:
         """Answer ``request`` with one ``conn.respond``, now or later (from the loop thread)."""
@@ -165,6 +168,7 @@ class FramedConnection(asyncio.Protocol):
         self.connections.discard(self)
 
     def data_received(self, data: bytes) -> None:
+        self.service.poll.arrived()
         self.last_active = time.monotonic()
         if self.closing:
             return
@@ -314,6 +318,7 @@ class Connection(FramedConnection):
         if close or self.service.draining:
             self.close()
             return
+        self.service.poll.answered()
         self.busy = False
         if not self._pumping:  # else the pump that framed this request goes on after it
             self._pump()

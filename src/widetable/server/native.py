@@ -411,10 +411,12 @@ class NativeConnection(FramedConnection):
     def __init__(self, service, transport: asyncio.Transport, connections: set, peer: str) -> None:
         super().__init__(service, connections)
         self.db: Database = service.db
+        self.poll = service.poll
         self.transport = transport
         self.peer = peer
 
     def data_received(self, data: bytes) -> None:
+        self.poll.arrived()
         if not (self._buffer or self.busy or self._write_paused or self.closing):
             size = len(data) - 4  # usually one whole call arrives alone: serve it as it is
             if size >= 0 and HEADER.unpack_from(data)[0] == size <= MAX_FRAME:
@@ -481,6 +483,8 @@ class NativeConnection(FramedConnection):
         transport.write(answer)
         if self.service.draining:
             self.close()
+        else:
+            self.poll.answered()
 
     def _refuse(self, message: str) -> None:
         self._write(frame((1, "OTSParameterInvalid", message)))

@@ -52,6 +52,7 @@ from ..db import Database
 from ..errors import WidetableError
 from . import batch, native, rows, streams, tables, txn
 from .auth import DateClock, KeyStore, Verified, content_md5
+from .busypoll import BusyPoll
 from .errors import (
     METHOD_NOT_ALLOWED,
     REQUEST_TOO_LARGE,
@@ -138,7 +139,9 @@ class TablestoreService:
     :meth:`_execute` runs on pool threads."""
 
     def __init__(self, db: Database, keys: KeyStore, instance: str, capacity: int | None,
-                 pool: Executor, access_log: bool = False) -> None:
+                 pool: Executor, access_log: bool = False, busy_poll: int = 0) -> None:
+        """``busy_poll``: microseconds the loop polls for the next request after an
+        answer (``busypoll.py``; 0: it sleeps at once)."""
         self.db = db
         self.keys = keys
         self.instance = instance
@@ -148,6 +151,7 @@ class TablestoreService:
         self.draining = False
         self.jobs = 0  # requests on the pool, not answered yet
         self.loop: asyncio.AbstractEventLoop | None = None  # set before the first request
+        self.poll = BusyPoll(busy_poll, lambda: self.jobs)  # its loop is set with ``loop``
         self._clock = DateClock()
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex() + "-"
