@@ -21,10 +21,15 @@ What it costs: up to the window of one core's time after each answer. It adapts:
 after ``MAX_MISSES`` windows in a row with no request in them, the loop stops
 polling, until a request comes within a window's time of the answer before it
 (a client that calls back to back again). It does not poll while a request runs
-on the worker pool: those threads need the GIL that each poll takes. Off (window
-0) by default in :class:`~widetable.server.app.WidetableServer`, which may share its
-process (and its GIL) with the caller; ``widetable serve``, a process of its own,
-polls for 200 µs unless ``--busy-poll 0``.
+on the worker pool: those threads need the GIL that each poll takes. And it
+gives way: two polls ``PREEMPTED`` apart with nothing served between them show
+that another thread had the CPU (a RocksDB flush or compaction, another
+process) or the GIL; the loop then sleeps between requests for ``QUIET``
+seconds.
+
+Off (window 0) by default in :class:`~widetable.server.app.WidetableServer`, which
+may share its process (and its GIL) with the caller; ``widetable serve``, a process
+of its own, polls for 200 µs unless ``--busy-poll 0``.
 """
 
 from __future__ import annotations
