@@ -100,17 +100,24 @@ def _pss_kib(pid: int) -> int | None:
     return None
 
 
-def tree_pss_mb(pid: int) -> float | None:
-    """Total PSS of ``pid`` and its direct children, MiB; None if unreadable."""
+def _tree_sum(pid: int, measure) -> int | None:
+    """``measure(p)`` summed over ``pid`` and its direct children; None if ``pid``'s own
+    is unreadable (a child that exited meanwhile is left out)."""
     total = 0
     for p in [pid, *_children(pid)]:
-        pss = _pss_kib(p)
-        if pss is None:
+        value = measure(p)
+        if value is None:
             if p == pid:
                 return None
-            continue  # a child that exited meanwhile
-        total += pss
-    return total / _MIB
+            continue
+        total += value
+    return total
+
+
+def tree_pss_mb(pid: int) -> float | None:
+    """Total PSS of ``pid`` and its direct children, MiB; None if unreadable."""
+    kib = _tree_sum(pid, _pss_kib)
+    return None if kib is None else kib / _MIB
 
 
 def _cpu_ticks(pid: int) -> int | None:
@@ -125,12 +132,5 @@ def _cpu_ticks(pid: int) -> int | None:
 def tree_cpu_seconds(pid: int) -> float | None:
     """User and system CPU seconds of ``pid`` and its direct children (as they stand,
     children that exited are not counted); None if unreadable."""
-    total = 0
-    for p in [pid, *_children(pid)]:
-        ticks = _cpu_ticks(p)
-        if ticks is None:
-            if p == pid:
-                return None
-            continue  # a child that exited meanwhile
-        total += ticks
-    return total / os.sysconf("SC_CLK_TCK")
+    ticks = _tree_sum(pid, _cpu_ticks)
+    return None if ticks is None else ticks / os.sysconf("SC_CLK_TCK")
