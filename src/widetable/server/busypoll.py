@@ -7,8 +7,8 @@ microseconds the client spends on the answer. Sleeping in ``epoll_wait`` for tha
 gap is costly out of proportion: waking a thread whose CPU went idle takes
 microseconds, and the first request after a sleep runs on cold caches. Measured on
 a 2-core virtual machine, a RocksDB point read took 3 µs back to back and 7 µs after
-a 30 µs sleep; a ``get_row`` over the unix socket took 42-46 µs with the loop asleep
-between requests and 30-34 µs with it polling (``bench/README.md``).
+a 30 µs sleep; a ``get_row`` over the unix socket took 41-50 µs with the loop asleep
+between requests and 32-38 µs with it polling (``bench/README.md``).
 
 How. ``answered()``, called when an answer is written, opens the window (again).
 While it is open, a callback on the loop's ready queue keeps itself scheduled, and
