@@ -21,7 +21,7 @@ from ..index.manager import IndexDescription
 from ..index.view import index_write_refused
 from ..partition.retry import Retrier
 from ..server import convert, plainbuffer
-from ..server.busypoll import MAX_WINDOW_US as MAX_BUSY_POLL_US
+from ..server.busypoll import check_window
 from ..server.plainbuffer import PlainRow
 from ..server.proto import enum_value, pb
 from ..stream import api as stream_api
@@ -693,9 +693,10 @@ def connect(endpoint: str, access_key_id: str, access_key_secret: str,
     never poll): up to this much CPU per call, for answers picked up without a
     thread's wake-up; 0 turns it off.
     """
-    if type(busy_poll) is not int or not 0 <= busy_poll <= MAX_BUSY_POLL_US:
-        raise ParameterInvalid(f"busy_poll must be an int of microseconds in "
-                               f"0..{MAX_BUSY_POLL_US}, got {describe(busy_poll)}")
+    try:
+        check_window(busy_poll)  # the server's own check of a window
+    except ValueError as exc:
+        raise ParameterInvalid(str(exc)) from None
     if timeout is not None and (type(timeout) not in (int, float) or not 0 < timeout < 1e9):
         raise ParameterInvalid(f"timeout must be seconds > 0 (or None: no limit), got "
                                f"{describe(timeout)}")

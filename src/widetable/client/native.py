@@ -417,10 +417,10 @@ def _recv_soon(conn: _Connection, view: memoryview, until: float) -> int:
             now = perf_counter()
             if now - last > PREEMPTED:
                 conn.quiet = now + QUIET
-                return sock.recv_into(view)  # type: ignore[union-attr]
-            if now >= until:
-                return sock.recv_into(view)  # type: ignore[union-attr]
-            last = now
+            elif now < until:
+                last = now
+                continue
+            return sock.recv_into(view)  # type: ignore[union-attr]
 
 
 def _read_frame(conn: _Connection, decode: Callable = read_answer, spin: float = 0.0,

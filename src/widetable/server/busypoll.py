@@ -38,6 +38,8 @@ import asyncio
 from collections.abc import Callable
 from time import perf_counter
 
+from ..errors import describe
+
 MAX_MISSES = 3  # windows in a row that ended with no request: then stop polling
 MAX_WINDOW_US = 100_000  # a window longer than this would be a spinning server, not a pause
 # Seconds between two polls, with nothing served in between, that show the thread lost its
@@ -56,7 +58,7 @@ def check_window(microseconds: object) -> int:
     """The busy-poll window in microseconds, checked: an int in 0..MAX_WINDOW_US."""
     if type(microseconds) is not int or not 0 <= microseconds <= MAX_WINDOW_US:
         raise ValueError(f"busy_poll must be an int of microseconds in 0..{MAX_WINDOW_US}, "
-                         f"got {microseconds!r}")
+                         f"got {describe(microseconds)}")
     return microseconds
 
 

@@ -416,10 +416,10 @@ class NativeConnection(FramedConnection):
         self.peer = peer
 
     def data_received(self, data: bytes) -> None:
-        self.poll.arrived()
         if not (self._buffer or self.busy or self._write_paused or self.closing):
             size = len(data) - 4  # usually one whole call arrives alone: serve it as it is
             if size >= 0 and HEADER.unpack_from(data)[0] == size <= MAX_FRAME:
+                self.poll.arrived()  # as FramedConnection.data_received tells it
                 self.last_active = time.monotonic()
                 self._serve(memoryview(data)[4:])
                 return
