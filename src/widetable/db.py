@@ -11,15 +11,15 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
+from .descriptions import MAX_STREAM_RETENTION, TableDescription, check_flag
 from .errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, WidetableError, describe
-from .index.manager import IndexDescription, IndexManager
+from .index.manager import IndexManager
 from .index.verify import IndexReport
 from .keys import layout
 from .partition import scan as partition_scan
-from .partition.manager import PartitionInfo, PartitionManager
-from .partition.meta import PartitionEvent
+from .partition.manager import PartitionManager
 from .storage import Engine, open_engine
 from .stream import api as stream_api
 from .table import rowcodec
@@ -46,23 +46,6 @@ from .table.values import now_ms
 ROW_LOCK_STRIPES = 256  # enough for a GIL-bound process; a 200-row batch takes ~140 of them
 DEFAULT_PURGE_INTERVAL = 600.0
 DEFAULT_MAINTENANCE_INTERVAL = 5.0  # seconds between partition split/merge passes
-
-
-@dataclass(frozen=True, slots=True)
-class TableDescription:
-    name: str
-    primary_key: list[tuple[str, str]]
-    options: TableOptions
-    table_id: int
-    created_at: float
-    auto_increment: str | None = None  # the auto-increment key column, if any
-    partitions: list[PartitionInfo] = field(default_factory=list)  # in key order
-    split_history: list[PartitionEvent] = field(default_factory=list)  # oldest first
-    defined_columns: list[tuple[str, str]] = field(default_factory=list)  # predefined columns
-    stream: bool = False
-    stream_retention: int = 86400  # seconds change records are kept
-    indexes: list[IndexDescription] = field(default_factory=list)  # with each global one's lag
-    stream_id: str | None = None  # the stream's id while ``stream`` is on
 
 
 class Database:
@@ -604,16 +587,6 @@ class Database:
             except WidetableError:
                 if self._closed:
                     return
-
-
-MAX_STREAM_RETENTION = (2**31 - 1) * 3600  # Tablestore's protocol carries it as int32 hours
-
-
-def check_flag(value: object, what: str, optional: bool = False) -> None:
-    """ParameterInvalid unless ``value`` is True or False (or None, when ``optional``):
-    ``bool("false")`` would be True."""
-    if type(value) is not bool and not (optional and value is None):
-        raise ParameterInvalid(f"{what} must be True or False, got {describe(value)}")
 
 
 def _check_retention(seconds: object) -> int:
