@@ -1,51 +1,37 @@
-"""The database: a catalog of tables in one engine, plus cross-table batches.
+"""The Database facade: one store's public API over its catalog, background work and layers.
 
-``widetable.open(path)`` returns a :class:`Database`. Schemas live in the
-catalog keyspace; each table's rows live under its own table id, so dropping
-a table is one range delete and a new table of the same name starts empty.
+``widetable.open(path)`` returns a :class:`Database`. The facade checks the
+store is open and forwards: DDL to ``catalog.py``, background work to
+``background.py``, rows and batches to ``table/``, indexes to ``index/``,
+streams to ``stream/``, partitions to ``partition/``. The lower layers share
+one :class:`~widetable.context.StoreContext`, made here.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import replace
 
-from .descriptions import MAX_STREAM_RETENTION, TableDescription, check_flag
-from .errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, WidetableError, describe
-from .index.manager import IndexManager
-from .index.verify import IndexReport
-from .keys import layout
-from .partition import scan as partition_scan
-from .partition.manager import PartitionManager
-from .storage import Engine, open_engine
-from .stream import api as stream_api
-from .table import rowcodec
-from .table.autoinc import AutoIncrementCounters
-from .table.batch import batch_get_row, batch_write_row
-from .table.reader import visible_versions
-from .table.row import BatchGetResult, BatchWriteResult
-from .table.schema import (
-    DEFAULT_MAX_TIME_DEVIATION,
-    PARTITION_OPTIONS,
-    TableOptions,
-    TableSchema,
-    check_auto_increment,
-    check_defined_columns,
-    check_name,
-    check_partition_options,
-    check_primary_key,
-    normalize_ttl,
-)
-from .table.table import Table
-from .table.transaction import DEFAULT_TIMEOUT, LocalTransaction, TransactionRegistry
-from .table.values import now_ms
+from ..context import StoreContext
+from ..errors import ParameterInvalid, describe
+from ..index.manager import IndexManager
+from ..index.verify import IndexReport
+from ..partition import scan as partition_scan
+from ..partition.manager import PartitionManager
+from ..storage import Engine, open_engine
+from ..stream import api as stream_api
+from ..table.autoinc import AutoIncrementCounters
+from ..table.batch import batch_get_row, batch_write_row
+from ..table.locks import DEFAULT_STRIPES, RowLocks
+from ..table.row import BatchGetResult, BatchWriteResult
+from ..table.schema import DEFAULT_MAX_TIME_DEVIATION
+from ..table.table import Table
+from ..table.transaction import DEFAULT_TIMEOUT, LocalTransaction, TransactionRegistry
+from .background import DEFAULT_MAINTENANCE_INTERVAL, DEFAULT_PURGE_INTERVAL, Background
+from .catalog import Catalog, TableDescription, TableIds
 
-ROW_LOCK_STRIPES = 256  # enough for a GIL-bound process; a 200-row batch takes ~140 of them
-DEFAULT_PURGE_INTERVAL = 600.0
-DEFAULT_MAINTENANCE_INTERVAL = 5.0  # seconds between partition split/merge passes
+ROW_LOCK_STRIPES = DEFAULT_STRIPES  # enough for a GIL-bound process; a 200-row batch takes ~140
 
 
 class Database:
@@ -60,49 +46,33 @@ class Database:
     ) -> None:
         """``clock`` (unix seconds) drives partition passes, statistics and throttling
         instead of the wall clock: simulators pass a virtual one (widetable.design)."""
+        ctx = self._ctx = StoreContext(engine, RowLocks(ROW_LOCK_STRIPES))
         self._engine = engine
-        self._row_locks = [threading.Lock() for _ in range(ROW_LOCK_STRIPES)]
+        self._row_locks = ctx.row_locks.stripes
         self._ddl_lock = threading.RLock()
-        self._tables: dict[str, Table] = {}
-        self._closed = False
-        self._txns = TransactionRegistry(self)
-        self._txn_locks = self._txns.locks  # shared with every Table: empty = no checks
-        self._autoinc = AutoIncrementCounters(engine)
-        self.path = getattr(engine, "path", None)
-        self._partitions = PartitionManager(engine, clock)
-        self._indexes = IndexManager(self)  # change feeds, secondary indexes, their applier
+        self._tables: dict[str, Table] = ctx.tables
+        ctx.ids = TableIds(engine)
+        self._txns = ctx.txns = TransactionRegistry(ctx)
+        self._txn_locks = ctx.txn_locks = self._txns.locks  # shared with every Table: empty = no checks
+        self._autoinc = ctx.autoinc = AutoIncrementCounters(engine)
+        self.path = ctx.path
+        self._partitions = ctx.partitions = PartitionManager(engine, clock)
+        self._indexes = IndexManager(ctx)  # change feeds, secondary indexes, their applier
         self._indexer = self._indexes.indexer
-        start, end = layout.catalog_range()
-        for _, value in engine.scan(start, end):
-            schema = TableSchema.from_json(value)
-            self._tables[schema.name] = Table(self, schema)
-            self._partitions.open_table(self._tables[schema.name])
-            self._indexes.open_table(self._tables[schema.name])
-        self._indexes.finish_builds()  # of indexes whose create_index was cut short
-        self._stop = threading.Event()
-        # Tables whose max_versions went down since the last background purge (their rows
-        # may hold versions past it); None: the next pass covers every table (see _purge_round).
-        self._purge_due: set[str] | None = None
-        self._purge_due_lock = threading.Lock()
-        self._purger: threading.Thread | None = None
-        if purge_interval:
-            self._purger = threading.Thread(
-                target=self._purge_loop, args=(purge_interval,), name="widetable-purge", daemon=True
-            )
-            self._purger.start()
-        self._maintainer: threading.Thread | None = None
-        if maintenance_interval:
-            self._maintainer = threading.Thread(
-                target=self._maintain_loop, args=(maintenance_interval,),
-                name="widetable-partitions", daemon=True,
-            )
-            self._maintainer.start()
+        self._background = Background(ctx, purge_interval, maintenance_interval)
+        self._catalog = ctx.catalog = Catalog(ctx, self._indexes, self._ddl_lock,
+                                              self._background.max_versions_lowered)
+        self._catalog.load()
+        self._background.start()
 
     # -- lifecycle --------------------------------------------------------------
 
+    @property
+    def _closed(self) -> bool:
+        return self._ctx.closed
+
     def _check_open(self) -> None:
-        if self._closed:
-            raise WidetableError("the database is closed", "OTSParameterInvalid")
+        self._ctx.check_open()
 
     def compact(self) -> None:
         """Flush memtables and compact the whole store: reads then find every row in one place."""
@@ -116,18 +86,15 @@ class Database:
 
     def close(self) -> None:
         """Stop background work and close the engine. Idempotent."""
-        if self._closed:
+        if self._ctx.closed:
             return
-        self._stop.set()
+        self._background.signal_stop()
         self._txns.close()
         self._indexes.close()
-        if self._purger is not None:
-            self._purger.join(timeout=10)
-        if self._maintainer is not None:
-            self._maintainer.join(timeout=10)
+        self._background.join(timeout=10)
         with self._ddl_lock:
             self._partitions.flush()
-            self._closed = True
+            self._ctx.closed = True
             for table in [*self._tables.values(), *self._indexes.views.values()]:
                 table._unusable = True  # each checks the store before its next call
             self._engine.close()
@@ -166,86 +133,31 @@ class Database:
         ``merge_load``, ``merge_window``, ``stats_retention``.
         """
         self._check_open()
-        check_name(name, "table name")
-        pk = check_primary_key(primary_key)
-        auto_increment = check_auto_increment(primary_key)
-        options = TableOptions(
-            max_versions, normalize_ttl(ttl), max_time_deviation,  # type: ignore[arg-type]
-            **check_partition_options(partition_options),  # type: ignore[arg-type]
-        ).checked()
-        defined = check_defined_columns(defined_columns, pk)
-        check_flag(stream, "stream")
-        retention = _check_retention(stream_retention)
-        with self._ddl_lock:
-            if name in self._tables or name in self._indexes.views:
-                raise ObjectAlreadyExist(f"table {name!r} already exists")
-            batch = self._engine.batch()
-            table_id = self._take_table_id(batch)
-            schema = TableSchema(
-                name, table_id, pk, options, time.time(), auto_increment=auto_increment,
-                defined_columns=defined, stream=stream, stream_retention=retention,
-            )
-            batch.put(layout.catalog_key(name), schema.to_json())
-            partitions = self._partitions.new_table(schema, split_points, batch)
-            self._engine.write(batch)
-            table = Table(self, schema)
-            self._partitions.open_table(table, partitions)
-            self._tables[name] = table
-            if stream:
-                self._indexes.configure(table)
-            return table
+        return self._catalog.create_table(
+            name, primary_key, max_versions, ttl, max_time_deviation, split_points,
+            defined_columns, stream, stream_retention, partition_options,
+        )
 
     def _take_table_id(self, batch) -> int:
-        """A new table (or index) id, taken for good once ``batch`` is written: the counter
-        moves past it, and keys a crash of an older version may have left under it (ids
-        were handed out before the counter was stored) are deleted, in the same batch."""
-        raw = self._engine.get(layout.counter_key("table_id"))
-        last = int.from_bytes(raw, "big") if raw else 0
-        if last >= layout.MAX_TABLE_ID:
-            raise WidetableError("no table ids left in this store")
-        table_id = last + 1
-        batch.put(layout.counter_key("table_id"), table_id.to_bytes(8, "big"))
-        for lo, hi in (layout.table_range(table_id), layout.checkpoint_range(table_id),
-                       layout.index_ref_range(table_id)):
-            batch.delete_range(lo, hi)
-        return table_id
+        return self._ctx.ids.take(batch)
 
     def table(self, name: str) -> Table:
         """The table called ``name``; raises ``OTSObjectNotExist`` if there is none.
 
         An index's name gives a read-only view of the index (``widetable.index.view``).
         """
-        self._check_open()
-        try:
-            return self._tables[name]
-        except (KeyError, TypeError):
-            view = self._indexes.views.get(name) if isinstance(name, str) else None
-            if view is not None:
-                return view
-            raise ObjectNotExist(f"table {describe(name)} does not exist") from None
+        return self._catalog.table(name)
 
     def _base_table(self, name: str) -> Table:
         """``table(name)``, refusing an index (DDL applies to tables)."""
-        table = self.table(name)
-        if name not in self._tables:
-            raise ParameterInvalid(f"{name!r} is an index of table {table.base.name!r}, not a table")  # type: ignore[attr-defined]
-        return table
+        return self._catalog.base_table(name)
 
     def list_tables(self) -> list[str]:
         self._check_open()
         return sorted(self._tables)
 
     def describe_table(self, name: str) -> TableDescription:
-        table = self.table(name)
-        s = table.schema
-        partitions, history = self._partitions.describe(table)
-        return TableDescription(
-            s.name, list(s.primary_key), s.options, s.table_id, s.created_at,
-            auto_increment=s.auto_increment, partitions=partitions, split_history=history,
-            defined_columns=list(s.defined_columns), stream=s.stream,
-            stream_retention=s.stream_retention, indexes=self._indexes.describe(table),
-            stream_id=stream_api.stream_id_of(s) if s.stream else None,
-        )
+        return self._catalog.describe_table(name)
 
     def update_table(
         self,
@@ -263,62 +175,14 @@ class Database:
         ``defined_columns`` adds predefined columns; ``stream`` turns the change
         stream on or off (off drops its records unless a global index needs them).
         """
-        check_flag(stream, "stream", optional=True)
-        with self._ddl_lock:
-            table = self._base_table(name)
-            old = table.schema.options
-            old_stream = table.schema.stream
-            options = TableOptions(
-                old.max_versions if max_versions is None else max_versions,
-                old.ttl if ttl is None else ttl,
-                old.max_time_deviation if max_time_deviation is None else max_time_deviation,
-            ).checked()
-            kept = {n: getattr(old, n) for n in PARTITION_OPTIONS}
-            options = replace(options, **{**kept, **check_partition_options(partition_options)}).checked()
-            schema = table.schema.with_options(options)
-            if schema.indexes and (options.max_versions != 1 or options.ttl != -1):
-                raise ParameterInvalid(
-                    f"table {name!r} has indexes: max_versions must stay 1 and ttl -1"
-                )
-            if defined_columns is not None:
-                added = check_defined_columns(
-                    list(schema.defined_columns) + list(defined_columns), schema.primary_key
-                )
-                schema = replace(schema, defined_columns=added)
-            if stream is not None:
-                schema = replace(schema, stream=stream)
-                if stream and not old_stream:
-                    # Turned on (again): a new stream, of the records after the log's last
-                    # seq. Stored with the flag in the one catalog write: a process dying
-                    # after it reopens to this stream, never to the old one.
-                    schema = replace(schema, stream_since=self._indexes.last_seq(table))
-            if stream_retention is not None:
-                schema = replace(schema, stream_retention=_check_retention(stream_retention))
-            self._engine.put(layout.catalog_key(name), schema.to_json())
-            table._set_schema(schema)
-            if options.max_versions < old.max_versions:
-                with self._purge_due_lock:
-                    if self._purge_due is not None:
-                        self._purge_due.add(name)
-            self._partitions.configure(table)
-            if stream is not None:
-                self._indexes.configure(table)
-            return self.describe_table(name)
+        return self._catalog.update_table(
+            name, max_versions, ttl, max_time_deviation, defined_columns, stream,
+            stream_retention, partition_options,
+        )
 
     def delete_table(self, name: str) -> None:
         """Drop a table and all its rows."""
-        with self._ddl_lock:
-            table = self._base_table(name)
-            start, end = layout.table_range(table.schema.table_id)
-            batch = self._engine.batch()
-            batch.delete(layout.catalog_key(name))
-            batch.delete_range(start, end)
-            batch.delete_range(*layout.auto_increment_range(table.schema.table_id))
-            self._partitions.drop_table(table.schema.table_id, batch)
-            self._indexes.drop_table(table, batch)  # its change log and indexes
-            self._engine.write(batch)
-            table.dropped = table._unusable = True
-            del self._tables[name]
+        self._catalog.delete_table(name)
 
     # -- secondary indexes and the change stream -----------------------------------
 
@@ -344,19 +208,13 @@ class Database:
         bar on a terminal (``progress``).
         """
         self._check_open()
-        check_flag(include_base_data, "include_base_data")
-        check_flag(progress, "progress", optional=True)
-        with self._ddl_lock:
-            return self._indexes.create(
-                self._base_table(table), name, primary_key, defined_columns, index_type,
-                include_base_data, progress,
-            )
+        return self._catalog.create_index(table, name, primary_key, defined_columns, index_type,
+                                          include_base_data, progress)
 
     def drop_index(self, table: str, name: str) -> None:
         """Drop index ``name`` of ``table`` and its entries."""
         self._check_open()
-        with self._ddl_lock:
-            self._indexes.drop(self._base_table(table), name)
+        self._catalog.drop_index(table, name)
 
     def verify_index(self, table: str, name: str, limit: int = 1000) -> IndexReport:
         """Compare index ``name`` with the index derived from ``table``'s rows now:
@@ -379,9 +237,6 @@ class Database:
         """Drop change records past retention that every index has applied; returns how many."""
         self._check_open()
         return self._indexes.trim()
-
-    def _changelog_trim(self) -> int:
-        return 0 if self._closed else self._indexes.trim()
 
     def list_stream(self, table: str | None = None) -> list[stream_api.StreamInfo]:
         """The streams of every table with ``stream`` on (or of ``table``)."""
@@ -410,12 +265,12 @@ class Database:
     def batch_get_row(self, requests: list) -> list[BatchGetResult]:
         """Read up to 100 rows across tables; one result (row or error) per request."""
         self._check_open()
-        return batch_get_row(self, requests)
+        return batch_get_row(self._ctx, requests)
 
     def batch_write_row(self, requests: list) -> list[BatchWriteResult]:
         """Write up to 200 rows (4 MB) across tables; one result per row. Not atomic across rows."""
         self._check_open()
-        return batch_write_row(self, requests)
+        return batch_write_row(self._ctx, requests)
 
     # -- local transactions -----------------------------------------------------
 
@@ -499,23 +354,6 @@ class Database:
             table, self._partitions.partitions(table), workers, ordered, **read_options
         )
 
-    def _maintain_loop(self, interval: float) -> None:
-        last = time.monotonic()
-        while not self._stop.wait(min(interval, 1.0)):
-            try:
-                if time.monotonic() - last >= interval:
-                    last = time.monotonic()
-                    self._partitions.maintain()
-                else:
-                    self._partitions.tick()
-            except WidetableError:
-                if self._closed:
-                    return
-            except Exception:  # the engine closed under us, or a bug: never kill the process
-                if self._closed:
-                    return
-                raise
-
     # -- garbage collection -----------------------------------------------------
 
     def purge_expired(self, name: str | None = None) -> int:
@@ -523,78 +361,8 @@ class Database:
         self._check_open()
         changed = 0
         for table in [self.table(name)] if name else list(self._tables.values()):
-            changed += self._purge_table(table)
+            changed += self._background.purge_table(table)
         return changed
-
-    def _purge_table(self, table: Table) -> int:
-        opts = table.schema.options
-        start, end = layout.table_range(table.schema.table_id)
-        changed = 0
-        for key, blob in self._engine.scan(start, end):
-            if self._stop.is_set() or table.dropped:
-                break
-            now = now_ms()
-            cutoff = None if opts.ttl < 0 else now - opts.ttl * 1000
-            row = rowcodec.unpack(blob)
-            if cutoff is None and not row[4]:
-                continue
-            with table._lock(key):
-                current = self._engine.get(key)
-                if current is None:
-                    continue
-                row = rowcodec.unpack(current)
-                versions = visible_versions(row, cutoff)
-                rowcodec.trim(versions, opts.max_versions, cutoff)
-                new = rowcodec.encode_versions(row[1], versions) if versions else None
-                if new == current or (not row[2] and new is None and cutoff is not None):
-                    continue
-                if table._changes is not None:  # local index entries; an internal PURGE record
-                    table._changes.purge(key, row, new)
-                elif new is None:
-                    self._engine.delete(key)
-                else:
-                    self._engine.put(key, new)
-                changed += 1
-        return changed
-
-    def _purge_round(self) -> int:
-        """One background purge; returns rows changed.
-
-        Only a table with a TTL gains expired cells as time passes. Every write
-        trims versions to max_versions, so a table without TTL holds surplus
-        versions only after update_table lowered max_versions: it is purged in
-        the next round, and the first round after opening purges every table
-        (the store may have closed before such a purge ran). The other rounds
-        leave TTL-less tables unread instead of decoding every row of them.
-        """
-        with self._purge_due_lock:
-            due, self._purge_due = self._purge_due, set()
-        changed = 0
-        try:
-            for table in list(self._tables.values()):
-                if due is None or table.schema.options.ttl >= 0 or table.name in due:
-                    changed += self._purge_table(table)
-        except BaseException:
-            with self._purge_due_lock:  # a round that failed is owed again in full
-                self._purge_due = None if due is None else due | self._purge_due  # type: ignore[operator]
-            raise
-        return changed
-
-    def _purge_loop(self, interval: float) -> None:
-        while not self._stop.wait(interval):
-            try:
-                self._purge_round()
-            except WidetableError:
-                if self._closed:
-                    return
-
-
-def _check_retention(seconds: object) -> int:
-    if type(seconds) is not int or not 0 < seconds <= MAX_STREAM_RETENTION:
-        raise ParameterInvalid(
-            f"stream_retention must be seconds > 0 and at most {MAX_STREAM_RETENTION}, "
-            f"got {describe(seconds)}")
-    return seconds
 
 
 def open(
