@@ -179,9 +179,7 @@ class Conn:
             if why:
                 return self._nothing(why)
         body, self.buf = self.buf[:length], self.buf[length:]
-        closed = headers.get("connection", "").lower() == "close"
-        if closed:
-            self.close()
+        closed = headers.get("connection", "").lower() == "close"  # the caller closes
         return Reply(status=status, headers=headers, body=body, closed=closed)
 
     def read_frame(self) -> Reply:
