@@ -402,5 +402,6 @@ def _fetch(table, pks: list[tuple], names: list[str] | None) -> list[Row]:
     return out
 
 
-def _root(path: str | None) -> str | None:
+def search_root(path: str | None) -> str | None:
+    """Where a store at ``path`` keeps its tantivy shards (None: a memory store)."""
     return None if path is None else os.path.join(path, "search")

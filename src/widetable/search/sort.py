@@ -88,6 +88,8 @@ def check_sort(meta: IndexMeta, sort: object) -> list[Sorter]:
                 raise ParameterInvalid(f"field {s.field_name!r} is GEO_POINT: sort with GeoDistanceSort")
             if s.sort_mode is not None and s.sort_mode not in MODES:
                 raise ParameterInvalid(f"sort_mode must be one of {MODES}, got {describe(s.sort_mode)}")
+            if s.sort_mode == "avg" and f.type not in ("LONG", "DOUBLE", "DATE"):
+                raise ParameterInvalid(f"sort_mode avg needs a number field, {s.field_name!r} is {f.type}")
             if s.missing not in ("first", "last"):
                 raise ParameterInvalid(f"missing must be 'first' or 'last', got {describe(s.missing)}")
         if isinstance(s, GeoDistanceSort):

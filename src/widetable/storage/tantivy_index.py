@@ -150,7 +150,7 @@ class Shard:
 
     def num_rows(self, searcher=None) -> int:
         se = searcher or self.index.searcher()
-        return se.search(self._row_kind, 0, count=True).count
+        return se.search(self._row_kind, 1, count=True).count
 
     def size_bytes(self) -> int:
         if self.path is None:
@@ -170,7 +170,7 @@ class Shard:
         return [(score, doc(addr).get_first("_src")) for score, addr in hits]
 
     def count(self, searcher, query) -> int:
-        return searcher.search(query, 0, count=True).count
+        return searcher.search(query, 1, count=True).count
 
     def terms(self, searcher, name: str, prefix: str = "") -> list[str]:
         """Every term of ``name`` beginning with ``prefix`` (any order)."""
