@@ -10,11 +10,17 @@
 * **Merge.** Two neighbours that stay cold (under ``merge_load``) for
   ``merge_window`` seconds and together stay under ``min(merge_size,
   split_size / 2)`` merge back. Pre-split boundaries are never merged away.
+
+A split or merge whose map cannot be stored (an engine error) is rolled back:
+its partitions serve again, the history forgets it, and the error goes to the
+caller (the maintenance loop logs it and the next pass may try again).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from .map import MERGING, RESERVOIR, SERVING, SPLITTING, Partition, set_capacity
 from .meta import TablePartitions
@@ -70,6 +76,22 @@ def choose_size_split(samples: list[bytes], start: bytes, end: bytes | None) -> 
     return above[0] if above else None
 
 
+@contextmanager
+def _rolled_back(tp: TablePartitions, busy: list[Partition]) -> Iterator[None]:
+    """Undo a split or merge whose map could not be stored: the partitions in ``busy`` serve
+    again and the history loses the event, so the next pass may try again. The ids taken
+    for the new partitions stay taken (the failed put may still have reached the disk)."""
+    history, recorded = list(tp.history), tp.recorded
+    try:
+        yield
+    except BaseException:
+        tp.history[:] = history
+        tp.recorded = recorded
+        for p in busy:
+            p.state = SERVING
+        raise
+
+
 def split_partition(
     tp: TablePartitions, stats: TableStats, p: Partition, key: bytes, reason: str, now: float
 ) -> tuple[Partition, Partition]:
@@ -87,12 +109,13 @@ def split_partition(
     for child in (left, right):
         set_capacity(child, p.bucket.rate if p.bucket else 0, tp.router.clock)
         child.load_samples.extend(s for s in p.load_samples if child.contains(s))
-    stats.retire(p)
-    tp.record([now, "split", reason, [p.id], [left.id, right.id], tp.relative(key)])
     parts = list(tp.router.parts)
     i = parts.index(p)
     parts[i : i + 1] = [left, right]
-    tp.install(parts)  # stores the map first
+    with _rolled_back(tp, [p]):
+        tp.record([now, "split", reason, [p.id], [left.id, right.id], tp.relative(key)])
+        tp.install(parts)  # stores the map first
+    stats.retire(p)
     # From here writes that were routed to p before the swap count in the children, so
     # p's counters stop moving and can be shared out (children may already hold some).
     p.successor = tp.router
@@ -117,13 +140,14 @@ def merge_partitions(
     m.samples = sorted(a.samples + b.samples)[::2][:RESERVOIR] if len(a.samples) + len(b.samples) > RESERVOIR else a.samples + b.samples
     m.seen = len(m.samples)
     set_capacity(m, a.bucket.rate if a.bucket else 0, tp.router.clock)
-    stats.retire(a)
-    stats.retire(b)
-    tp.record([now, "merge", reason, [a.id, b.id], [m.id], tp.relative(b.start)])
     parts = list(tp.router.parts)
     i = parts.index(a)
     parts[i : i + 2] = [m]
-    tp.install(parts)  # stores the map first
+    with _rolled_back(tp, [a, b]):
+        tp.record([now, "merge", reason, [a.id, b.id], [m.id], tp.relative(b.start)])
+        tp.install(parts)  # stores the map first
+    stats.retire(a)
+    stats.retire(b)
     a.successor = b.successor = tp.router  # late writes to a or b count in m, as in a split
     m.est_bytes += a.est_bytes + b.est_bytes
     m.est_rows += a.est_rows + b.est_rows
