@@ -59,7 +59,7 @@ def decode_counter(raw: bytes) -> int:
 
 
 class AutoIncrementCounters:
-    """The last value given out per counter key, cached over the engine. One per Database."""
+    """The last value given out per counter key, cached over the engine. One per store (``StoreContext.autoinc``)."""
 
     def __init__(self, engine) -> None:
         self._engine = engine
@@ -141,7 +141,7 @@ def put_row(table: Table, pk: object, columns: object, condition: object) -> Wri
     if not assign:
         table._key(tuple(values))  # check the concrete key before taking any lock
     cond = as_condition(condition)
-    counters = table._db._autoinc
+    counters = table._ctx.autoinc
     ckey = counter_key(table, values[0])
     engine = table._engine
     with counters.lock(ckey):
@@ -179,7 +179,7 @@ def update_row(table: Table, pk: object, *changes: object) -> WriteResult:
     update then be refused, the counter stays raised: values only skip some numbers."""
     encoded = table._key(pk)  # a concrete, valid key (the codec refuses AUTO_INCREMENT)
     pk_tuple = encoded[0]
-    counters = table._db._autoinc
+    counters = table._ctx.autoinc
     ckey = counter_key(table, pk_tuple[0])
     value = pk_tuple[table._auto_index]  # type: ignore[index]
     with counters.lock(ckey):

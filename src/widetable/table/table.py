@@ -40,7 +40,7 @@ from .values import (
 )
 
 if TYPE_CHECKING:
-    from ..db import Database
+    from ..context import StoreContext
 
 MAX_RANGE_ROWS = 5000
 MAX_RANGE_BYTES = 4 * 1024 * 1024
@@ -174,16 +174,17 @@ class Table:
 
     read_only = False  # an index's view (index/view.py) refuses writes: see write_refused
 
-    def __init__(self, db: Database, schema: TableSchema) -> None:
-        self._db = db
-        self._engine = db._engine
-        self._get = db._engine.get
-        self._locks = db._row_locks
-        self._lock_mask = len(db._row_locks) - 1
+    def __init__(self, ctx: StoreContext, schema: TableSchema) -> None:
+        self._ctx = ctx
+        self._engine = ctx.engine
+        self._get = ctx.engine.get
+        self._locks = ctx.row_locks.stripes
+        self._lock_mask = ctx.row_locks.mask
+        self._txns = ctx.txns
         self.dropped = False
         self._unusable = False  # dropped, or its database closed: checked on every call
         # Partition-key values locked by local transactions; writers look only when non-empty.
-        self._txn_locks = db._txn_locks
+        self._txn_locks = ctx.txn_locks
         # Partition hooks (widetable.partition): route a row key to its partition,
         # count the request and, when capacity is on, throttle it.
         self._route_read = self._route_write = _unrouted
@@ -224,7 +225,7 @@ class Table:
     def _check_open(self) -> None:
         if self.dropped:
             raise ObjectNotExist(f"table {self.name!r} does not exist")
-        self._db._check_open()
+        self._ctx.check_open()
 
     def _key(self, pk: object) -> tuple[tuple, bytes]:
         """The key tuple and its row key bytes; also checks the table is usable."""
@@ -483,10 +484,10 @@ class Table:
         blob = self.encode_put(values, columns, decoded)
         part = self._route_write(key)
         if self._txn_locks:
-            self._db._txns.wait_for(self, values[0])
+            self._txns.wait_for(self, values[0])
         with self._locks[hash(key) & self._lock_mask]:
             if self._txn_locks:
-                self._db._txns.check(self, values[0])
+                self._txns.check(self, values[0])
             if cond is not None and cond.needs_row:
                 self._check_condition(values, self._engine.get(key), cond, now_ms())
             changes = self._changes
@@ -619,10 +620,10 @@ class Table:
         cond = as_condition(condition)
         part = self._route_write(key)
         if self._txn_locks:
-            self._db._txns.wait_for(self, values[0])
+            self._txns.wait_for(self, values[0])
         with self._lock(key):
             if self._txn_locks:
-                self._db._txns.check(self, values[0])
+                self._txns.check(self, values[0])
             blob = self._engine.get(key)
             row = rowcodec.unpack(blob) if blob is not None else None
             if cond is not None and cond.needs_row:
@@ -683,10 +684,10 @@ class Table:
         cond = as_condition(condition)
         part = self._route_write(key)
         if self._txn_locks:
-            self._db._txns.wait_for(self, values[0])
+            self._txns.wait_for(self, values[0])
         with self._lock(key):
             if self._txn_locks:
-                self._db._txns.check(self, values[0])
+                self._txns.check(self, values[0])
             if cond is not None and cond.needs_row:
                 self._check_condition(values, self._engine.get(key), cond, now_ms())
             changes = self._changes
