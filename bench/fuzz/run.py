@@ -27,6 +27,7 @@ import random
 import shutil
 import tempfile
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -80,6 +81,8 @@ class Report:
     touched: Touched = field(default_factory=lambda: Touched())
     rows_before: dict = field(default_factory=dict)
     log_start: int = 0
+    harness_errors: int = 0  # cases the fuzzer failed to make (its own bugs, not the server's)
+    harness_error: str = ""
 
     @property
     def clean(self) -> bool:
@@ -385,7 +388,12 @@ def _fuzz(server: store.Server, seeds: tuple, options: Options,
     t0 = time.monotonic()
     try:
         for n in range(1, options.requests + 1):
-            case = mix.case(rng)
+            try:
+                case = mix.case(rng)
+            except Exception:  # noqa: BLE001 - a bug of the fuzzer's own: count it, go on
+                report.harness_errors += 1
+                report.harness_error = report.harness_error or traceback.format_exc()
+                continue
             report.kinds[f"{case.protocol} {case.kind}"] += 1
             try:
                 replies = sender.send(case)
