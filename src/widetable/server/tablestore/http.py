@@ -204,6 +204,8 @@ class Connection(FramedConnection):
             if end < 0:
                 if len(buffer) > MAX_HEAD:
                     raise BadRequest(431, f"the request head is over {MAX_HEAD} bytes")
+                if b"\n\n" in buffer:  # a head ended by bare LFs: no CRLF CRLF will come
+                    raise BadRequest(400, "a bare LF in the request head; lines end with CRLF")
                 return None
             if end > MAX_HEAD:
                 raise BadRequest(431, f"the request head is over {MAX_HEAD} bytes")
