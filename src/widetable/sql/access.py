@@ -12,7 +12,8 @@ Choice, in order (``choose``):
 
 * ``USE INDEX(i)`` forces index ``i``; ``USE INDEX()`` forces the table itself;
 * otherwise the key (primary or a secondary index's) matching more leading
-  predicate columns, the primary key winning ties;
+  predicate columns, the primary key winning ties; between indexes, a local one
+  (strongly consistent) before a global one, then one covering the columns used;
 * with no predicate on a leading column, a full scan in parallel over partitions.
 
 A global index is eventually consistent, and the access says so.
@@ -225,11 +226,19 @@ def choose(spec: ScanSpec, base: Table, params: list, lookup) -> Access:
         view = lookup(spec.hint)
         chosen = (_match(view.schema.pk_names, view.schema.pk_types, preds), view)
     elif spec.hint is None:
+        # More matched leading columns wins; among equals a local (strongly consistent)
+        # index before a global one, then a covering one; the primary key wins every tie.
+        ranked = []
         for name in sorted(specs):
             view = lookup(name)
             m = _match(view.schema.pk_names, view.schema.pk_types, preds)
-            if m.matched > chosen[0].matched:
-                chosen = (m, view)
+            have = set(view.schema.pk_names) | set(specs[name].defined_columns)
+            covering = all(c.name in have for c in spec.columns)
+            if m.matched > best.matched:
+                ranked.append(((m.matched, specs[name].index_type == "LOCAL", covering), m, view))
+        if ranked:
+            ranked.sort(key=lambda r: r[0], reverse=True)
+            chosen = (ranked[0][1], ranked[0][2])
     m, view = chosen
     if view is None:
         if m.matched == 0 and not m.empty:
@@ -242,7 +251,7 @@ def choose(spec: ScanSpec, base: Table, params: list, lookup) -> Access:
     if not ranges and not points and not m.empty:
         n = len(view.schema.pk_names)
         ranges = [((INF_MIN,) * n, (INF_MAX,) * n)]
-    have = set(view.schema.pk_names) | {n for n, _ in view.schema.defined_columns}
+    have = set(view.schema.pk_names) | set(specs[view.name].defined_columns)
     covering = all(c.name in have for c in spec.columns)
     index_type = specs[view.name].index_type
     return Access("index", view, base, ranges, points, view.name, index_type, covering,

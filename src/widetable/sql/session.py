@@ -45,8 +45,8 @@ class SQLSession:
     def __init__(self, ctx: StoreContext, instance: str | None = None) -> None:
         self._ctx = ctx
         self.mappings = MappingCatalog(ctx.engine)
-        self.instance = instance or (os.path.basename(os.path.abspath(ctx.path))
-                                     if ctx.path else "widetable")
+        path = ctx.path if isinstance(ctx.path, str) and not ctx.path.startswith(":") else None
+        self.instance = instance or (os.path.basename(os.path.abspath(path)) if path else "memory")
         self._cache: OrderedDict[str, tuple[statements.Statement, QueryPlan | None]] = OrderedDict()
         self._lock = threading.Lock()
         self._duck = None
