@@ -29,7 +29,8 @@ from ..storage.tantivy_index import Shard
 from ..table.table import full_range
 from ..table.values import now_ms
 from .documents import (
-    FieldLayout, Rejected, build_documents, doc_id, encode_src, row_values, shard_of, stored_columns,
+    FieldLayout, Rejected, build_documents, doc_id, encode_src, order_key, row_values, shard_of,
+    stored_columns,
 )
 from .schema import IndexMeta
 
@@ -164,7 +165,7 @@ class IndexState:
             stamps = row._stamps
             ts = stamps if type(stamps) is int else max(stamps.values(), default=0)
             src = encode_src(pk, values, stored_columns(self.meta, row.columns))
-            shard.add(owner, "row", has, ts, src, pairs)
+            shard.add(owner, "row", has, ts, src, pairs, order_key(pk))
             ob = owner.encode()
             for kind, chas, cpairs in children:
                 shard.add(owner, kind, chas, ts, ob, cpairs)
