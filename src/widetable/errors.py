@@ -50,6 +50,15 @@ class InvalidPK(WidetableError):
     code = INVALID_PK
 
 
+class PrimaryKeyTooLong(ParameterInvalid, InvalidPK):
+    """A primary-key value over 1 KB. Tablestore answers it ``OTSParameterInvalid`` ("The
+    length of primary key column: 'k' exceeds the MaxLength:1024 with CurrentLength:1025."),
+    so that is its code; it is still an :class:`InvalidPK` to code that catches keys which
+    cannot be encoded (an index entry skipped, a row that predates an index)."""
+
+    code = PARAMETER_INVALID
+
+
 class ObjectNotExist(WidetableError):
     code = OBJECT_NOT_EXIST
 

@@ -22,7 +22,14 @@ from ..table.filters import as_condition
 from ..table.reader import check_time_range
 from ..table.row import RangeResult, Row, WriteResult
 from ..table.schema import AUTO_INCREMENT, TableSchema
-from ..table.table import SCAN_PAGE_ROWS, Table, _check_direction, follow_pages, full_range
+from ..table.table import (
+    SCAN_PAGE_ROWS,
+    Table,
+    _check_direction,
+    follow_pages,
+    full_range,
+    scan_partition,
+)
 from .native import Unsendable
 
 if TYPE_CHECKING:
@@ -377,10 +384,7 @@ class RemoteTransaction:
         return self.table.get_range(start, end, direction, transaction_id=self.transaction_id, **options)
 
     def scan(self, direction: str = "forward", **options) -> Iterator[Row]:
-        start, end = full_range(
-            len(self.table._names), _check_direction(direction), (self.partition_key,)
-        )
-        return follow_pages(self.get_range, start, end, direction, **options)
+        return scan_partition(self, self.table._names, self.partition_key, direction, **options)
 
     def put_row(self, pk: object, columns: object = None, condition: object = None) -> WriteResult:
         return self.table.put_row(pk, columns, condition, transaction_id=self.transaction_id)
