@@ -21,6 +21,7 @@ from .table.filters import (
     Filter,
     RowExistence,
     SingleColumnFilter,
+    SingleColumnRegexFilter,
     col,
     parse_filter,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "Row",
     "RowExistence",
     "SingleColumnFilter",
+    "SingleColumnRegexFilter",
     "Table",
     "TableDescription",
     "TableOptions",
