@@ -22,6 +22,9 @@ SESSION_NOT_EXIST = "OTSSessionNotExist"
 INTERNAL_SERVER_ERROR = "OTSInternalServerError"
 NOT_SUPPORTED = "OTSNotSupported"
 TRIMMED_DATA_ACCESS = "OTSTrimmedDataAccess"
+# widetable's own code, never sent by a server: widetable.connect lost the connection after
+# a call that is not idempotent may have reached the server (see OutcomeUnknown).
+OUTCOME_UNKNOWN = "WidetableOutcomeUnknown"
 
 
 class WidetableError(Exception):
@@ -111,6 +114,18 @@ class TrimmedDataAccess(WidetableError):
     start again from TRIM_HORIZON, knowing that records were missed."""
 
     code = TRIMMED_DATA_ACCESS
+
+
+class OutcomeUnknown(WidetableError):
+    """widetable.connect lost the connection after sending a call that is not idempotent
+    (an increment, an auto-increment put, a conditional write, a commit, DDL, ...): the
+    server may have applied it before the connection dropped, or not. The client does
+    not send such a call again, since a second run could double an increment, add a
+    row or fail a condition the first run met; read the data to learn what happened.
+    Calls that are idempotent, and calls that provably never left the client, are sent
+    again on a fresh connection instead."""
+
+    code = OUTCOME_UNKNOWN
 
 
 def describe(value: object, limit: int = 64) -> str:

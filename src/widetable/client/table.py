@@ -30,6 +30,7 @@ from ..table.table import (
     full_range,
     scan_partition,
 )
+from . import idempotent as idem
 from .native import Unsendable
 
 if TYPE_CHECKING:
@@ -318,7 +319,8 @@ class RemoteTable:
             req.return_content.return_type = RT_PK
         if transaction_id:
             req.transaction_id = transaction_id
-        resp = pb.PutRowResponse.FromString(self._db._call("PutRow", req))
+        resp = pb.PutRowResponse.FromString(self._db._call(
+            "PutRow", req, idem.write("put", values, None, condition)))
         return self._result(values, resp.row)
 
     def update_row(self, pk: object, put: object = None, delete_version: object = None,
@@ -345,7 +347,8 @@ class RemoteTable:
             req.return_content.return_type = RT_AFTER_MODIFY
         if transaction_id:
             req.transaction_id = transaction_id
-        resp = pb.UpdateRowResponse.FromString(self._db._call("UpdateRow", req))
+        resp = pb.UpdateRowResponse.FromString(self._db._call(
+            "UpdateRow", req, not increment and idem.blind(condition)))
         return self._result(values, resp.row)
 
     def delete_row(self, pk: object, condition: object = None,
@@ -365,7 +368,7 @@ class RemoteTable:
         convert.encode_condition(req.condition, as_condition(condition))
         if transaction_id:
             req.transaction_id = transaction_id
-        self._db._call("DeleteRow", req)
+        self._db._call("DeleteRow", req, idem.blind(condition))
         return WriteResult(values)
 
     @staticmethod
