@@ -14,9 +14,6 @@ from typing import TYPE_CHECKING, Self
 
 from ..errors import InvalidPK, ParameterInvalid, describe
 from ..keys import codec
-from ..server import convert, plainbuffer, rowshape
-from ..server.plainbuffer import PlainRow
-from ..server.proto import enum_value, pb
 from ..table.batch import MAX_BATCH_GET
 from ..table.filters import MAX_FILTER_DEPTH, CompositeFilter, Filter, as_condition, col
 from ..table.reader import check_time_range
@@ -30,6 +27,9 @@ from ..table.table import (
     full_range,
     scan_partition,
 )
+from ..wire import convert, plainbuffer, rowshape
+from ..wire.plainbuffer import PlainRow
+from ..wire.proto import enum_value, pb
 from . import idempotent as idem
 from .native import Unsendable
 

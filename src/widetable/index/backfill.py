@@ -31,14 +31,15 @@ def _progress(enabled: bool):
                     TimeRemainingColumn(), disable=not enabled)
 
 
-def backfill(db, table, index_id: int, local_codec=None, global_index=None,
+def backfill(ctx, indexer, table, index_id: int, local_codec=None, global_index=None,
              progress: bool | None = None) -> int:
-    """Index every row of ``table``; returns the rows that got an entry."""
-    engine = db._engine
+    """Index every row of ``table`` (of store context ``ctx``; ``indexer`` applies global
+    indexes); returns the rows that got an entry."""
+    engine = ctx.engine
     start, end = layout.table_range(table.schema.table_id)
     if progress is None:
         progress = sys.stderr.isatty()
-    total = sum(p.est_rows for p in db._partitions.partitions(table).router.parts)
+    total = sum(p.est_rows for p in ctx.partitions.partitions(table).router.parts)
     bar = _progress(bool(progress))
     written = 0
     with bar:
@@ -47,27 +48,24 @@ def backfill(db, table, index_id: int, local_codec=None, global_index=None,
         for key, _ in engine.scan(start, end):
             keys.append(key)
             if len(keys) >= CHUNK:
-                written += _chunk(db, keys, local_codec, global_index)
+                written += _chunk(ctx, indexer, keys, local_codec, global_index)
                 bar.advance(task, len(keys))
                 keys = []
         if keys:
-            written += _chunk(db, keys, local_codec, global_index)
+            written += _chunk(ctx, indexer, keys, local_codec, global_index)
             bar.advance(task, len(keys))
     return written
 
 
-def _chunk(db, keys: list[bytes], local_codec, global_index) -> int:
-    engine = db._engine
+def _chunk(ctx, indexer, keys: list[bytes], local_codec, global_index) -> int:
+    engine = ctx.engine
     batch = engine.batch()
     if global_index is not None:
         with global_index.lock:
-            db._indexer.sync(global_index, keys, batch)
+            indexer.sync(global_index, keys, batch)
             engine.write(batch)
         return len(keys)
-    mask = len(db._row_locks) - 1
-    locks = [db._row_locks[i] for i in sorted({hash(k) & mask for k in keys})]
-    for lock in locks:
-        lock.acquire()
+    locks = ctx.row_locks.acquire(keys)
     try:
         n = 0
         for blob in engine.multi_get(keys):
@@ -80,5 +78,4 @@ def _chunk(db, keys: list[bytes], local_codec, global_index) -> int:
         engine.write(batch)
         return n
     finally:
-        for lock in locks:
-            lock.release()
+        ctx.row_locks.release(locks)

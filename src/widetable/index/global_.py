@@ -36,6 +36,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -96,9 +97,11 @@ class GlobalIndex:
 class Indexer:
     """Applies change logs to the global indexes of one database."""
 
-    def __init__(self, db) -> None:
-        self._db = db
-        self._engine = db._engine
+    def __init__(self, ctx, trim: Callable[[], int]) -> None:
+        """``ctx``: the store context; ``trim()`` trims the change logs (see TRIM_INTERVAL)."""
+        self._engine = ctx.engine
+        self._partitions = ctx.partitions
+        self._trim = trim
         self.indexes: dict[int, GlobalIndex] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -162,7 +165,7 @@ class Indexer:
                         break
                 if time.monotonic() - self._last_trim >= TRIM_INTERVAL:
                     self._last_trim = time.monotonic()
-                    self._db._changelog_trim()
+                    self._trim()
             except Exception as exc:  # noqa: BLE001 - the engine closed under us, or a bug: keep the process
                 if self._stop.is_set():
                     return
@@ -284,7 +287,7 @@ class Indexer:
                 feed.trim_tail(applied)
 
     def _shards(self, gi: GlobalIndex) -> list[int]:
-        tp = self._db._partitions.partitions(gi.table)
+        tp = self._partitions.partitions(gi.table)
         live = {p.id for p in tp.router.parts}
         out = []
         for shard in range(tp.next_id):
@@ -388,7 +391,7 @@ class Indexer:
             i = gi.seen_seq - feed.tail_from  # type: ignore[attr-defined]
             if tail is not None and gi.seen_seq >= 0 and 0 <= i < len(tail):
                 return tail[i][2]
-        tp = self._db._partitions.partitions(gi.table)
+        tp = self._partitions.partitions(gi.table)
         oldest = None
         for shard in range(tp.next_id):
             if shard in gi.done_shards:

@@ -1,6 +1,6 @@
 """The indexes and change feeds of one database: create, drop, describe, verify, trim.
 
-``Database`` owns one :class:`IndexManager`. It gives each base table that
+``Database`` owns one :class:`IndexManager`, made from the store context. It gives each base table that
 needs one a :class:`~widetable.stream.feed.TableFeed` (stream on, or any
 index), keeps a read-only :class:`~widetable.index.view.IndexTable` per index,
 and runs the global-index applier (:mod:`.global_`).
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..descriptions import IndexDescription
 from ..errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, WidetableError, describe
 from ..keys import layout
 from ..stream import log
@@ -26,23 +27,11 @@ from .verify import IndexReport, verify
 from .view import IndexTable
 
 if TYPE_CHECKING:
-    from ..db import Database
+    from ..context import StoreContext
     from ..table.table import Table
 
 
 logger = logging.getLogger("widetable.index")
-
-
-@dataclass(frozen=True, slots=True)
-class IndexDescription:
-    """One index as ``describe_table`` lists it. ``lag_ms`` is None for a local index."""
-
-    name: str
-    index_type: str
-    primary_key: tuple[str, ...]
-    defined_columns: tuple[str, ...]
-    lag_ms: int | None
-    behind_retention: bool = False  # a global index whose unapplied records outlived retention
 
 
 def _seq_counter(table_id: int) -> str:
@@ -52,13 +41,15 @@ def _seq_counter(table_id: int) -> str:
 class IndexManager:
     """Thread-safe for writers; DDL runs under the database's DDL lock."""
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.engine = db._engine
+    def __init__(self, ctx: StoreContext) -> None:
+        self.ctx = ctx
+        self.engine = ctx.engine
+        self.tables = ctx.tables  # the catalog's base tables
+        self.partitions = ctx.partitions
         self.feeds: dict[int, TableFeed] = {}
         self.views: dict[str, IndexTable] = {}
         self.globals: dict[str, GlobalIndex] = {}
-        self.indexer = Indexer(db)
+        self.indexer = Indexer(ctx, self._trim_if_open)
 
     # -- tables ----------------------------------------------------------------------
 
@@ -78,7 +69,7 @@ class IndexManager:
         feed: TableFeed | None = self.feeds.get(s.table_id)
         if logged or local:
             if feed is None:
-                router = self.db._partitions.partitions(table).router
+                router = self.partitions.partitions(table).router
                 feed = TableFeed(self.engine, s.table_id, router, logged, local, None,
                                  self._recover_seq(table))
                 self.feeds[s.table_id] = feed
@@ -90,9 +81,7 @@ class IndexManager:
                 self.indexer.start()
         else:
             table._changes = None
-        for lock in self.db._row_locks:
-            lock.acquire()
-            lock.release()
+        self.ctx.row_locks.barrier()
         if feed is not None and not logged:
             self._drop_log(s.table_id, feed)
 
@@ -103,7 +92,7 @@ class IndexManager:
 
     def _recover_seq(self, table: Table) -> int:
         tid = table.schema.table_id
-        tp = self.db._partitions.partitions(table)
+        tp = self.partitions.partitions(table)
         raw = self.engine.get(layout.counter_key(_seq_counter(tid)))
         seq = int.from_bytes(raw, "big") if raw else 0
         for shard in range(tp.next_id):
@@ -134,8 +123,8 @@ class IndexManager:
 
     def _open_index(self, table: Table, spec: IndexSpec) -> IndexTable:
         codec = IndexCodec(table.schema, spec, strict=spec.index_type == LOCAL)
-        view = IndexTable(self.db, table, codec)
-        self.db._partitions.open_table(view)
+        view = IndexTable(self.ctx, table, codec)
+        self.partitions.open_table(view)
         self.views[spec.name] = view
         if spec.index_type == GLOBAL:
             self.globals[spec.name] = self.indexer.add(
@@ -147,10 +136,10 @@ class IndexManager:
                index_type: object, include_base_data: bool, progress: bool | None) -> IndexTable:
         if isinstance(table, IndexTable):
             raise ParameterInvalid(f"{table.name!r} is an index; indexes are built on tables")
-        if name in self.db._tables or name in self.views:
+        if name in self.tables or name in self.views:
             raise ObjectAlreadyExist(f"a table or index named {describe(name)} already exists")
         batch = self.engine.batch()
-        index_id = self.db._take_table_id(batch)
+        index_id = self.ctx.ids.take(batch)
         spec = check_index(table.schema, name, primary_key, defined_columns, index_type, index_id, 0)
         spec = replace(spec, building=include_base_data)
         # Take the id for good before any write can use it (configure makes the index live
@@ -183,7 +172,7 @@ class IndexManager:
     def _build(self, table: Table, spec: IndexSpec, view: IndexTable, progress: bool | None) -> None:
         """Backfill ``spec`` (catalogued with ``building``), then catalogue it as built."""
         gi = self.globals.get(spec.name)
-        backfill(self.db, table, spec.table_id, None if gi else view._codec, gi, progress)
+        backfill(self.ctx, self.indexer, table, spec.table_id, None if gi else view._codec, gi, progress)
         built = replace(spec, building=False)
         schema = replace(table.schema, indexes=tuple(
             built if i.name == spec.name else i for i in table.schema.indexes))
@@ -196,7 +185,7 @@ class IndexManager:
         Writes maintained such an index from the moment it was catalogued, and its
         backfill writes each row's entry as the row is now, so backfilling every row
         again completes it."""
-        for table in list(self.db._tables.values()):
+        for table in list(self.tables.values()):
             for spec in table.schema.indexes:
                 if not spec.building:
                     continue
@@ -229,7 +218,7 @@ class IndexManager:
         batch.delete_range(*layout.table_range(spec.table_id))
         batch.delete_range(*layout.checkpoint_range(spec.table_id))
         batch.delete_range(*layout.index_ref_range(spec.table_id))
-        self.db._partitions.drop_table(spec.table_id, batch)
+        self.partitions.drop_table(spec.table_id, batch)
 
     def view(self, table: Table, name: str) -> IndexTable:
         view = self.views.get(name)
@@ -262,7 +251,7 @@ class IndexManager:
         """Drop change records past their table's retention that every index has applied."""
         dropped = 0
         now = now_ms()
-        for table in list(self.db._tables.values()):
+        for table in list(self.tables.values()):
             feed = self.feeds.get(table.schema.table_id)
             if feed is None or not feed.logged or table._unusable:
                 continue
@@ -276,6 +265,9 @@ class IndexManager:
                 keep = min((g.checkpoint(shard) for g in consumers), default=None)
                 dropped += log.trim_shard(self.engine, feed.table_id, shard, cutoff, keep)
         return dropped
+
+    def _trim_if_open(self) -> int:
+        return 0 if self.ctx.closed else self.trim()
 
     def close(self) -> None:
         self.indexer.stop()

@@ -20,7 +20,7 @@ from ..table.table import Table
 from .schema import IndexCodec
 
 if TYPE_CHECKING:
-    from ..db import Database
+    from ..context import StoreContext
 
 
 def index_write_refused(index: str, table: str) -> ParameterInvalid:
@@ -32,8 +32,8 @@ def index_write_refused(index: str, table: str) -> ParameterInvalid:
 class IndexTable(Table):
     """A read-only view of one index. ``base`` is the indexed table."""
 
-    def __init__(self, db: Database, base: Table, codec: IndexCodec) -> None:
-        super().__init__(db, codec.schema)
+    def __init__(self, ctx: StoreContext, base: Table, codec: IndexCodec) -> None:
+        super().__init__(ctx, codec.schema)
         self.base = base
         self.index_type = codec.spec.index_type
         self._codec = codec

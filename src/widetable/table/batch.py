@@ -21,7 +21,7 @@ from .schema import AUTO_INCREMENT
 from .values import MAX_REQUEST_BYTES, value_size
 
 if TYPE_CHECKING:
-    from ..db import Database
+    from ..context import StoreContext
 
 MAX_BATCH_GET = 100
 MAX_BATCH_WRITE = 200
@@ -48,7 +48,7 @@ def parse_get_item(item: object) -> tuple[object, object, object, BatchGetResult
     return name, pk, opts, BatchGetResult(str(name), pk if isinstance(pk, tuple) else (pk,))
 
 
-def batch_get_row(db: Database, requests: list) -> list[BatchGetResult]:
+def batch_get_row(ctx: StoreContext, requests: list) -> list[BatchGetResult]:
     """Items are ``(table, pk)`` or ``(table, pk, {columns, max_versions, time_range, filter})``."""
     requests = _check_count(requests, MAX_BATCH_GET, "batch_get_row")
     results: list[BatchGetResult] = []
@@ -60,7 +60,7 @@ def batch_get_row(db: Database, requests: list) -> list[BatchGetResult]:
         try:
             if not isinstance(opts, Mapping) or set(opts) - set(_READ_OPTIONS):
                 raise ParameterInvalid(f"batch_get_row options must be a dict of {_READ_OPTIONS}, got {describe(opts)}")
-            table = db.table(name)
+            table = ctx.catalog.table(name)
             values, key = table._key(pk)
             result.primary_key = values
             table._route_read(key)
@@ -73,13 +73,13 @@ def batch_get_row(db: Database, requests: list) -> list[BatchGetResult]:
             continue
         keys.append(key)
         pending.append((len(results) - 1, reader))
-    for (index, reader), blob in zip(pending, db._engine.multi_get(keys)):
+    for (index, reader), blob in zip(pending, ctx.engine.multi_get(keys)):
         if blob is not None:
             results[index].row = reader(rowcodec.unpack(blob))
     return results
 
 
-def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
+def batch_write_row(ctx: StoreContext, requests: list) -> list[BatchWriteResult]:
     """Items are ``(table, op, pk, payload[, condition])``.
 
     ``op`` is ``"put"`` (payload: columns), ``"update"`` (payload: a dict of
@@ -87,7 +87,7 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
     (payload may be omitted).
     """
     requests = _check_count(requests, MAX_BATCH_WRITE, "batch_write_row")
-    fast_results = plain_puts(db, requests)
+    fast_results = plain_puts(ctx, requests)
     if fast_results is not None:
         return fast_results
     results: list[BatchWriteResult] = []
@@ -108,7 +108,7 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
         try:
             table = tables.get(name) if type(name) is str else None
             if table is None:
-                table = db.table(name)  # OTSObjectNotExist for a missing or non-str name
+                table = ctx.catalog.table(name)  # OTSObjectNotExist for a missing or non-str name
                 tables[name] = table
             if table.read_only:  # an index: refused whatever the row, as a single write is
                 raise table.write_refused()
@@ -150,7 +150,7 @@ def batch_write_row(db: Database, requests: list) -> list[BatchWriteResult]:
             raise ParameterInvalid(
                 f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it"
             )
-    _write_fast(db, results, fast)
+    _write_fast(ctx, results, fast)
     for (index, _, _), (table, part, key, size) in zip(fast, routed):
         if results[index].error is None:  # not refused by a transaction or a local index
             table._record_write(part, key, size, None)
@@ -195,50 +195,47 @@ def _payload_size(payload: object) -> int:
     return 0 if payload is None else value_size(payload)
 
 
-def _write_fast(db: Database, results: list, fast: list) -> None:
-    if db._txn_locks:
-        fast = _outside_transactions(db, results, fast, wait=True)
+def _write_fast(ctx: StoreContext, results: list, fast: list) -> None:
+    if ctx.txn_locks:
+        fast = _outside_transactions(ctx, results, fast, wait=True)
     if not fast:
         return
-    mask = len(db._row_locks) - 1
-    locks = [db._row_locks[i] for i in sorted({hash(k) & mask for _, k, _ in fast})]
-    batch = db._engine.batch()
+    engine = ctx.engine
+    batch = engine.batch()
     for _, key, blob in fast:
         batch.put(key, blob)
-    for lock in locks:
-        lock.acquire()
+    locks = ctx.row_locks.acquire([k for _, k, _ in fast])  # in stripe order: no deadlocks
     try:
-        if db._txn_locks:  # a transaction started since the wait above: recheck under the locks
-            kept = _outside_transactions(db, results, fast, wait=False)
+        if ctx.txn_locks:  # a transaction started since the wait above: recheck under the locks
+            kept = _outside_transactions(ctx, results, fast, wait=False)
             if len(kept) < len(fast):
-                fast, batch = kept, db._engine.batch()
+                fast, batch = kept, engine.batch()
                 for _, key, blob in fast:
                     batch.put(key, blob)
         # Tables with a stream or an index: records and index entries join the batch; rows
         # a local index cannot take fail alone.
-        refused = write_puts(db._engine, batch, fast, _change_feeds(db, results, fast))
+        refused = write_puts(engine, batch, fast, _change_feeds(ctx, results, fast))
         if refused:
             for index, key, _ in fast:
                 if key in refused:
                     results[index].error = refused[key]
     finally:
-        for lock in locks:
-            lock.release()
+        ctx.row_locks.release(locks)
     # Each written row reports a plain WriteResult of its key (BatchWriteResult.result).
 
 
-def _change_feeds(db: Database, results: list, fast: list) -> dict:
+def _change_feeds(ctx: StoreContext, results: list, fast: list) -> dict:
     """``{TableFeed: [(key, blob), ...]}`` of the rows whose table captures changes."""
     groups: dict = {}
     for index, key, blob in fast:
-        table = db._tables.get(results[index].table)
+        table = ctx.tables.get(results[index].table)
         feed = table._changes if table is not None else None
         if feed is not None:
             groups.setdefault(feed, []).append((key, blob))
     return groups
 
 
-def _outside_transactions(db: Database, results: list, fast: list, wait: bool) -> list:
+def _outside_transactions(ctx: StoreContext, results: list, fast: list, wait: bool) -> list:
     """The rows of ``fast`` whose partition-key value no local transaction holds.
 
     The others get ``OTSRowOperationConflict`` as their result. With ``wait``,
@@ -247,10 +244,10 @@ def _outside_transactions(db: Database, results: list, fast: list, wait: bool) -
     kept = []
     for item in fast:
         result = results[item[0]]
-        table = db._tables.get(result.table)
+        table = ctx.tables.get(result.table)
         try:
             if table is not None:
-                (db._txns.wait_for if wait else db._txns.check)(table, result.primary_key[0])
+                (ctx.txns.wait_for if wait else ctx.txns.check)(table, result.primary_key[0])
         except WidetableError as exc:
             result.error = exc
             continue

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import chain
-from operator import methodcaller
 from typing import TYPE_CHECKING
 
 from ..errors import ParameterInvalid, WidetableError
@@ -31,14 +30,12 @@ from .values import (
 )
 
 if TYPE_CHECKING:
-    from ..db import Database
+    from ..context import StoreContext
 
 _BULK_TYPES = frozenset({bytes, str, int, float, bool})
-_ACQUIRE = methodcaller("acquire")
-_RELEASE = methodcaller("release")
 
 
-def plain_puts(db: Database, requests: list) -> list[BatchWriteResult] | None:
+def plain_puts(ctx: StoreContext, requests: list) -> list[BatchWriteResult] | None:
     """Write ``requests`` if all are plain puts ``(table, "put", pk_tuple, dict)`` to one table."""
     if set(map(type, requests)) != {tuple} or set(map(len, requests)) != {4}:
         return None
@@ -50,8 +47,8 @@ def plain_puts(db: Database, requests: list) -> list[BatchWriteResult] | None:
         or set(map(type, pks)) != {tuple} or set(map(type, payloads)) != {dict}
     ):
         return None
-    table = db._tables.get(name)
-    if table is None or table._unusable or table._auto_index is not None or db._txn_locks:
+    table = ctx.tables.get(name)
+    if table is None or table._unusable or table._auto_index is not None or ctx.txn_locks:
         return None
     if table._defined:  # predefined column types are checked by the general path
         return None
@@ -70,26 +67,25 @@ def plain_puts(db: Database, requests: list) -> list[BatchWriteResult] | None:
         return None
     if sum(sizes) + sum(map(len, keys)) > MAX_REQUEST_BYTES:
         raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
-    mask = len(db._row_locks) - 1
-    locks = list(map(db._row_locks.__getitem__, sorted({hash(k) & mask for k in keys})))
-    deque(map(_ACQUIRE, locks), maxlen=0)  # in stripe order, so batches never deadlock
+    row_locks = ctx.row_locks
+    locks = row_locks.acquire(keys)  # in stripe order, so batches never deadlock
     try:
-        if db._txn_locks:
+        if ctx.txn_locks:
             return None  # a transaction began since the check above: the general path decides
         router = table._router
         if router is not None and router.route_puts(keys, sizes):
-            refused = _commit(db, table, keys, blobs)
+            refused = _commit(ctx, table, keys, blobs)
             results = [BatchWriteResult(name, "put", pk) for pk in pks]
             if refused:
                 for result, key in zip(results, keys):
                     result.error = refused.get(key)
             return results
-        return _route_row_by_row(db, table, requests, keys, blobs)
+        return _route_row_by_row(ctx, table, requests, keys, blobs)
     finally:
-        deque(map(_RELEASE, locks), maxlen=0)
+        row_locks.release(locks)
 
 
-def _route_row_by_row(db: Database, table, requests: list, keys: list, blobs: list) -> list:
+def _route_row_by_row(ctx: StoreContext, table, requests: list, keys: list, blobs: list) -> list:
     """Route each row on its own, so that throttling fails just the rows it hits."""
     results = [BatchWriteResult(item[0], "put", item[2]) for item in requests]
     route, record = table._route_write, table._record_write
@@ -99,7 +95,7 @@ def _route_row_by_row(db: Database, table, requests: list, keys: list, blobs: li
             accepted.append((i, route(key)))
         except WidetableError as exc:  # throttled
             results[i].error = exc
-    refused = _commit(db, table, [keys[i] for i, _ in accepted], [blobs[i] for i, _ in accepted])
+    refused = _commit(ctx, table, [keys[i] for i, _ in accepted], [blobs[i] for i, _ in accepted])
     for i, part in accepted:
         if keys[i] in refused:
             results[i].error = refused[keys[i]]
@@ -125,17 +121,18 @@ def _cells_are_plain(table: object, payloads: list[dict]) -> bool:
     return True
 
 
-def _commit(db: Database, table, keys: list[bytes], blobs: list[bytes]) -> dict:
+def _commit(ctx: StoreContext, table, keys: list[bytes], blobs: list[bytes]) -> dict:
     """One atomic engine write of every row; the caller holds the rows' locks. Returns
     ``{key: error}`` of the rows a local index refused (their key values are over the
     limits): the others are written without them."""
     if not keys:
         return {}
-    batch = db._engine.batch()
+    engine = ctx.engine
+    batch = engine.batch()
     deque(map(batch.put, keys, blobs), maxlen=0)
     feed = table._changes  # a stream or an index: records and index entries join the batch
     if feed is None:
-        db._engine.write(batch)
+        engine.write(batch)
         return {}
     rows = list(zip(keys, blobs))
-    return write_puts(db._engine, batch, rows, {feed: rows})
+    return write_puts(engine, batch, rows, {feed: rows})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from itertools import accumulate, islice
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from ..errors import (
@@ -39,7 +40,7 @@ from .values import (
 )
 
 if TYPE_CHECKING:
-    from ..db import Database
+    from ..context import StoreContext
 
 MAX_RANGE_ROWS = 5000
 MAX_RANGE_BYTES = 4 * 1024 * 1024
@@ -61,6 +62,12 @@ class _Unrouted:
     def __init__(self) -> None:
         self.reads = self.writes = self.bytes_read = self.bytes_written = 0
 
+    def may_span(self, p: object, lo: bytes, hi: bytes, reverse: bool) -> bool:
+        return False
+
+    def record_range(self, p: object, n: int, nbytes: int, *page: object) -> None:
+        return None
+
 
 _UNROUTED = _Unrouted()
 
@@ -76,10 +83,11 @@ def _unrecorded(part: object, key: bytes, new_len: int, old_len: int | None) -> 
 _unpack = rowcodec.unpack
 
 
-def _stored_page(items: Iterator[tuple[bytes, bytes]], max_rows: int,
-                 part: object) -> tuple[list[bytes], tuple | None]:
+def _stored_page(items: Iterator[tuple[bytes, bytes]],
+                 max_rows: int) -> tuple[list[bytes], tuple | None, int]:
     """The stored rows of a page read without options (every row read is returned: one
-    budget counts rows read and kept), and the next start key if the page is full."""
+    budget counts rows read and kept), the next start key if the page is full, and the
+    bytes read."""
     blobs: list[bytes] = []
     append = blobs.append
     nbytes = count = 0
@@ -91,12 +99,10 @@ def _stored_page(items: Iterator[tuple[bytes, bytes]], max_rows: int,
         count += 1
         nbytes += len(blob)
         append(blob)
-    part.bytes_read += nbytes  # type: ignore[attr-defined]
-    return blobs, next_pk
+    return blobs, next_pk, nbytes
 
 
-def _stored_values_page(values: Iterator[bytes], max_rows: int,
-                        part: object) -> tuple[list[bytes], tuple | None]:
+def _stored_values_page(values: Iterator[bytes], max_rows: int) -> tuple[list[bytes], tuple | None, int]:
     """``_stored_page`` of a forward read, from the rows' values alone (``Engine.values``).
 
     The same page: a row is in it while fewer than ``max_rows`` rows and fewer than
@@ -130,8 +136,17 @@ def _stored_values_page(values: Iterator[bytes], max_rows: int,
         next_pk = _unpack(blobs[keep])[1]
         del blobs[keep:]
         nbytes = sum(map(len, blobs))
-    part.bytes_read += nbytes  # type: ignore[attr-defined]
-    return blobs, next_pk
+    return blobs, next_pk, nbytes
+
+
+def _noting(items: Iterator[tuple[bytes, bytes]], read: list[tuple[bytes, int]]) -> Iterator[tuple[bytes, bytes]]:
+    """``items``, noting each key and blob size: for a page that may cross partitions."""
+    for key, blob in items:
+        read.append((key, len(blob)))
+        yield key, blob
+
+
+_key_item, _size_item = itemgetter(0), itemgetter(1)
 
 
 def _put_latest(pk: tuple, row: list | None, puts: list) -> bytes:
@@ -159,22 +174,23 @@ class Table:
 
     read_only = False  # an index's view (index/view.py) refuses writes: see write_refused
 
-    def __init__(self, db: Database, schema: TableSchema) -> None:
-        self._db = db
-        self._engine = db._engine
-        self._get = db._engine.get
-        self._locks = db._row_locks
-        self._lock_mask = len(db._row_locks) - 1
+    def __init__(self, ctx: StoreContext, schema: TableSchema) -> None:
+        self._ctx = ctx
+        self._engine = ctx.engine
+        self._get = ctx.engine.get
+        self._locks = ctx.row_locks.stripes
+        self._lock_mask = ctx.row_locks.mask
+        self._txns = ctx.txns
         self.dropped = False
         self._unusable = False  # dropped, or its database closed: checked on every call
         # Partition-key values locked by local transactions; writers look only when non-empty.
-        self._txn_locks = db._txn_locks
+        self._txn_locks = ctx.txn_locks
         # Partition hooks (widetable.partition): route a row key to its partition,
         # count the request and, when capacity is on, throttle it.
         self._route_read = self._route_write = _unrouted
         self._record_write = _unrecorded
         self._router = None
-        self._router = None
+        self._ranges = _UNROUTED  # counts range pages: the Router once partitions attach
         # Change capture (widetable.stream.feed.TableFeed) when the table has a stream or an
         # index; None keeps the one-put write path. Read under the row lock.
         self._changes = None
@@ -185,7 +201,7 @@ class Table:
         self._route_read, self._route_write = route_read, route_write
         self._record_write = record_write
         self._router = getattr(route_write, "__self__", None)  # for whole-batch routing
-        self._router = getattr(route_write, "__self__", None)  # for whole-batch routing
+        self._ranges = self._router or _UNROUTED  # may_span / record_range of range pages
 
     def _set_schema(self, schema: TableSchema) -> None:
         self.schema = schema
@@ -209,7 +225,7 @@ class Table:
     def _check_open(self) -> None:
         if self.dropped:
             raise ObjectNotExist(f"table {self.name!r} does not exist")
-        self._db._check_open()
+        self._ctx.check_open()
 
     def _key(self, pk: object) -> tuple[tuple, bytes]:
         """The key tuple and its row key bytes; also checks the table is usable."""
@@ -332,6 +348,9 @@ class Table:
             blobs, next_pk = self._stored_blobs(lo, hi, reverse, max_rows, part)
             return RangeResult([Row(r[1], r[2], r[3]) for r in map(_unpack, blobs)], next_pk)
         items = self._engine.scan(lo, hi, reverse)
+        read: list[tuple[bytes, int]] = []
+        if self._ranges.may_span(part, lo, hi, reverse):
+            items = _noting(items, read)  # rows per partition read, counted below
         rows: list[Row] = []
         append = rows.append
         next_pk = None
@@ -346,7 +365,7 @@ class Table:
             row = reader(unpack(blob))
             if row is not None:
                 append(row)
-        part.bytes_read += nbytes
+        self._ranges.record_range(part, scanned, nbytes, lo, hi, reverse, read, _key_item, _size_item)
         return RangeResult(rows, next_pk)
 
     def stored_range(self, start: object, end: object, direction: str = "forward",
@@ -360,8 +379,15 @@ class Table:
     def _stored_blobs(self, lo: bytes, hi: bytes, reverse: bool, max_rows: int,
                       part: object) -> tuple[list[bytes], tuple | None]:
         if reverse:
-            return _stored_page(self._engine.scan(lo, hi, True), max_rows, part)
-        return _stored_values_page(self._engine.values(lo, hi), max_rows, part)
+            blobs, next_pk, nbytes = _stored_page(self._engine.scan(lo, hi, True), max_rows)
+        else:
+            blobs, next_pk, nbytes = _stored_values_page(self._engine.values(lo, hi), max_rows)
+        self._ranges.record_range(part, len(blobs), nbytes, lo, hi, reverse, blobs, self._key_of, len)
+        return blobs, next_pk
+
+    def _key_of(self, blob: bytes) -> bytes:
+        """The row key of a stored row (its primary key is in the blob)."""
+        return self._prefix + self._encode(tuple(_unpack(blob)[1]))
 
     def _range_of(self, start: object, end: object, direction: str,
                   limit: int | None) -> tuple[bytes, bytes, bool, int]:
@@ -455,10 +481,10 @@ class Table:
         blob = self.encode_put(values, columns, decoded)
         part = self._route_write(key)
         if self._txn_locks:
-            self._db._txns.wait_for(self, values[0])
+            self._txns.wait_for(self, values[0])
         with self._locks[hash(key) & self._lock_mask]:
             if self._txn_locks:
-                self._db._txns.check(self, values[0])
+                self._txns.check(self, values[0])
             if cond is not None and cond.needs_row:
                 self._check_condition(values, self._engine.get(key), cond, now_ms())
             changes = self._changes
@@ -595,10 +621,10 @@ class Table:
         cond = as_condition(condition)
         part = self._route_write(key)
         if self._txn_locks:
-            self._db._txns.wait_for(self, values[0])
+            self._txns.wait_for(self, values[0])
         with self._lock(key):
             if self._txn_locks:
-                self._db._txns.check(self, values[0])
+                self._txns.check(self, values[0])
             blob = self._engine.get(key)
             row = rowcodec.unpack(blob) if blob is not None else None
             if cond is not None and cond.needs_row:
@@ -657,10 +683,10 @@ class Table:
         cond = as_condition(condition)
         part = self._route_write(key)
         if self._txn_locks:
-            self._db._txns.wait_for(self, values[0])
+            self._txns.wait_for(self, values[0])
         with self._lock(key):
             if self._txn_locks:
-                self._db._txns.check(self, values[0])
+                self._txns.check(self, values[0])
             if cond is not None and cond.needs_row:
                 self._check_condition(values, self._engine.get(key), cond, now_ms())
             changes = self._changes

@@ -49,7 +49,7 @@ from .row import RangeResult, Row, WriteResult
 from .table import scan_partition
 
 if TYPE_CHECKING:
-    from ..db import Database
+    from ..context import StoreContext
     from .table import Table
 
 DEFAULT_TIMEOUT = 60.0  # seconds idle, as in Tablestore
@@ -68,8 +68,8 @@ ACTIVE, COMMITTED, ABORTED, TIMED_OUT = "active", "committed", "aborted", "timed
 class TransactionRegistry:
     """The open transactions of one Database and the partition-key values they lock."""
 
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    def __init__(self, ctx: StoreContext) -> None:
+        self._row_locks = ctx.row_locks
         # (Table, partition-key value) -> its transaction. Writers test it for
         # emptiness on every write, so it holds open transactions only.
         self.locks: dict[tuple[Table, object], LocalTransaction] = {}
@@ -106,9 +106,7 @@ class TransactionRegistry:
                 self._reaper.start()
         # A writer that checked the lock table before we registered holds its
         # row's stripe until its write is done: wait for every such writer.
-        for lock in self._db._row_locks:
-            lock.acquire()
-            lock.release()
+        self._row_locks.barrier()
         return txn
 
     def get(self, transaction_id: object) -> LocalTransaction:
@@ -134,12 +132,24 @@ class TransactionRegistry:
         self._cond.notify_all()
 
     def close(self) -> None:
-        """Abort every open transaction and stop the reaper (the database is closing)."""
+        """Abort every open transaction and stop the reaper (the database is closing).
+
+        Each transaction is ended under its own lock, so a commit running now finishes
+        first (its rows, change records and index entries in one batch), and none
+        starts after: nothing is cleared under a commit."""
         with self._cond:
             self._closed = True
-            for txn in list(self._by_id.values()):
-                txn._end(ABORTED, "the database was closed")
-                self._release_locked(txn)
+            txns = list(self._by_id.values())
+        for txn in txns:
+            # Not under _cond: a commit that holds txn's lock takes _cond to release.
+            if txn._lock.acquire(timeout=max(txn.timeout, 5.0)):
+                try:
+                    if txn.state == ACTIVE:
+                        txn._end(ABORTED, "the database was closed")
+                finally:
+                    txn._lock.release()
+            # else: a call stuck in it still runs; it meets the closed store when it writes.
+            self.release(txn)
         reaper = self._reaper
         if reaper is not None and reaper is not threading.current_thread():
             reaper.join(timeout=5)
@@ -382,28 +392,25 @@ class LocalTransaction:
     def _write(self) -> None:
         table = self.table
         table._check_open()
-        db = table._db
-        engine = db._engine
+        ctx = table._ctx
+        engine = ctx.engine
         batch = engine.batch()
-        for key, blob in self._writes.items():
+        writes = list(self._writes.items())  # one snapshot: the batch and the feed see the same rows
+        for key, blob in writes:
             if blob is None:
                 batch.delete(key)
             else:
                 batch.put(key, blob)
-        mask = len(db._row_locks) - 1
         # Row locks keep the purge thread from rewriting a row under the commit.
-        locks = [db._row_locks[i] for i in sorted({hash(k) & mask for k in self._writes})]
-        for lock in locks:
-            lock.acquire()
+        locks = ctx.row_locks.acquire([k for k, _ in writes])
         try:
             feed = table._changes  # a stream or an index: records and entries join the batch
             if feed is None:
                 engine.write(batch)
             else:
-                feed.commit_rows(batch, list(self._writes.items()))
+                feed.commit_rows(batch, writes)
         finally:
-            for lock in locks:
-                lock.release()
+            ctx.row_locks.release(locks)
 
     def _end(self, state: str, reason: str) -> None:
         self.state = state
