@@ -50,6 +50,9 @@ class IndexManager:
         self.views: dict[str, IndexTable] = {}
         self.globals: dict[str, GlobalIndex] = {}
         self.indexer = Indexer(ctx, self._trim_if_open)
+        # Other consumers of change logs (search indexes): table id -> {name: checkpoint(shard)}.
+        # A table with one logs; trimming keeps what each has not applied.
+        self.consumers: dict[int, dict] = {}
 
     # -- tables ----------------------------------------------------------------------
 
@@ -65,7 +68,7 @@ class IndexManager:
         s = table.schema
         local = [IndexCodec(s, spec, strict=True) for spec in s.indexes if spec.index_type == LOCAL]
         has_global = any(spec.index_type == GLOBAL for spec in s.indexes)
-        logged = s.stream or has_global
+        logged = s.stream or has_global or bool(self.consumers.get(s.table_id))
         feed: TableFeed | None = self.feeds.get(s.table_id)
         if logged or local:
             if feed is None:
@@ -262,7 +265,9 @@ class IndexManager:
             # trimming, a log emptied without it would hand out seqs again.
             self.engine.put(layout.counter_key(_seq_counter(feed.table_id)), feed.seq.to_bytes(8, "big"))
             for shard in list(log.shards_with_records(self.engine, feed.table_id)):
-                keep = min((g.checkpoint(shard) for g in consumers), default=None)
+                keep = min([g.checkpoint(shard) for g in consumers]
+                           + [c(shard) for c in self.consumers.get(feed.table_id, {}).values()],
+                           default=None)
                 dropped += log.trim_shard(self.engine, feed.table_id, shard, cutoff, keep)
         return dropped
 
