@@ -182,3 +182,18 @@ class IndexCodec:
 
     def base_pk(self, index_pk: tuple) -> tuple:
         return tuple(index_pk[i] for i in self.base_positions)
+
+    def key_checks(self) -> tuple[tuple[int, str, type], ...]:
+        """``(index key position, attribute column, python type)`` of each declared
+        attribute column of the key: what a base row must still hold to match an entry."""
+        return tuple((i, attr[0], attr[1]) for i, (pos, attr) in enumerate(self._sources)
+                     if pos is None)  # type: ignore[misc]
+
+    def still_matches(self, index_pk: tuple, latest: dict) -> bool:
+        """Whether a base row's newest values (``latest``) still give the entry ``index_pk``:
+        False for a row changed since a lagging global index wrote the entry."""
+        for i, column, kind in self.key_checks():
+            v = latest.get(column)
+            if type(v) is not kind or v != index_pk[i]:
+                return False
+        return True
