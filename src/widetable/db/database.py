@@ -9,16 +9,23 @@ one :class:`~widetable.context.StoreContext`, made here.
 
 from __future__ import annotations
 
+import atexit
+import dataclasses
+import logging
 import math
 import threading
+import weakref
 from collections.abc import Callable
 
 from ..context import StoreContext
+from ..descriptions import LoopState
 from ..errors import ParameterInvalid, describe
 from ..index.manager import IndexManager
 from ..index.verify import IndexReport
 from ..partition import scan as partition_scan
 from ..partition.manager import PartitionManager
+from ..search.changes import LogSource
+from ..search.manager import SearchManager, search_root
 from ..storage import Engine, open_engine
 from ..stream import api as stream_api
 from ..table.autoinc import AutoIncrementCounters
@@ -30,11 +37,29 @@ from ..table.table import Table
 from ..table.transaction import DEFAULT_TIMEOUT, LocalTransaction, TransactionRegistry
 from .background import DEFAULT_MAINTENANCE_INTERVAL, DEFAULT_PURGE_INTERVAL, Background
 from .catalog import Catalog, TableDescription, TableIds
+from .search import SearchFacade
 
 ROW_LOCK_STRIPES = DEFAULT_STRIPES  # enough for a GIL-bound process; a 200-row batch takes ~140
 
+log = logging.getLogger("widetable")
+# Stores open in this process, closed at exit if their owner did not (see Database.close).
+_OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
 
-class Database:
+
+@atexit.register
+def _close_open_stores() -> None:
+    """At interpreter exit, before modules and rocksdict go: close every store left open.
+
+    Runs after non-daemon threads have ended and while daemon ones still run, so the
+    background threads are stopped and joined while they can still finish their call."""
+    for db in list(_OPEN):
+        try:
+            db.close()
+        except Exception:  # noqa: BLE001 - at exit: report, and close the others
+            log.exception("widetable: closing a store left open at exit failed")
+
+
+class Database(SearchFacade):
     """A store of wide tables. Thread-safe; close it (or use ``with``) when done."""
 
     def __init__(
@@ -63,9 +88,13 @@ class Database:
         self._catalog = ctx.catalog = Catalog(ctx, self._indexes, self._ddl_lock,
                                               self._background.max_versions_lowered)
         self._catalog.load()
+        self._search = SearchManager(engine, search_root(ctx.path), self._catalog.base_table,
+                                     ctx.ids.take, LogSource(engine, self._indexes))
+        self._search.open(self._tables)
         self._sql = None  # widetable.sql.SQLSession, made on the first db.sql call
         self._sql_lock = threading.Lock()
         self._background.start()
+        _OPEN.add(self)
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -87,10 +116,17 @@ class Database:
         return bool(self._txn_locks)
 
     def close(self) -> None:
-        """Stop background work and close the engine. Idempotent."""
+        """Stop background work and close the engine. Idempotent.
+
+        A store still open when the interpreter exits is closed then (``atexit``):
+        its threads are stopped and joined before the engine goes, so an exit
+        without ``close()`` never kills a thread inside RocksDB (which aborted the
+        process, SIGABRT)."""
+        _OPEN.discard(self)
         if self._ctx.closed:
             return
         self._background.signal_stop()
+        self._search.close()
         self._txns.close()
         self._indexes.close()
         self._background.join(timeout=10)
@@ -161,7 +197,15 @@ class Database:
         return sorted(self._tables)
 
     def describe_table(self, name: str) -> TableDescription:
-        return self._catalog.describe_table(name)
+        """The table's schema, options, partitions, indexes (lag, applier errors, rows too
+        long to index) and the store's background loops (``background_state``)."""
+        return dataclasses.replace(self._catalog.describe_table(name), background=self.background_state())
+
+    def background_state(self) -> list[LoopState]:
+        """How each background loop is doing: purge, maintenance and the index applier
+        (ok, or the last error, when and how often; see ``widetable.health``)."""
+        self._check_open()
+        return [*self._background.states(), self._indexer.health.state()]
 
     def update_table(
         self,
@@ -185,8 +229,10 @@ class Database:
         )
 
     def delete_table(self, name: str) -> None:
-        """Drop a table and all its rows."""
-        self._catalog.delete_table(name)
+        """Drop a table and all its rows (and its search indexes)."""
+        with self._ddl_lock:
+            self._search.drop_table(self._base_table(name))
+            self._catalog.delete_table(name)
 
     # -- secondary indexes and the change stream -----------------------------------
 

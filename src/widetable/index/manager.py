@@ -21,7 +21,7 @@ from ..stream.feed import TableFeed
 from ..table.schema import GLOBAL, LOCAL, IndexSpec
 from ..table.values import now_ms
 from .backfill import backfill
-from .global_ import GlobalIndex, Indexer
+from .global_ import GlobalIndex, Indexer, too_long_key
 from .schema import IndexCodec, check_index
 from .verify import IndexReport, verify
 from .view import IndexTable
@@ -50,6 +50,9 @@ class IndexManager:
         self.views: dict[str, IndexTable] = {}
         self.globals: dict[str, GlobalIndex] = {}
         self.indexer = Indexer(ctx, self._trim_if_open)
+        # Other consumers of change logs (search indexes): table id -> {name: checkpoint(shard)}.
+        # A table with one logs; trimming keeps what each has not applied.
+        self.consumers: dict[int, dict] = {}
 
     # -- tables ----------------------------------------------------------------------
 
@@ -65,7 +68,7 @@ class IndexManager:
         s = table.schema
         local = [IndexCodec(s, spec, strict=True) for spec in s.indexes if spec.index_type == LOCAL]
         has_global = any(spec.index_type == GLOBAL for spec in s.indexes)
-        logged = s.stream or has_global
+        logged = s.stream or has_global or bool(self.consumers.get(s.table_id))
         feed: TableFeed | None = self.feeds.get(s.table_id)
         if logged or local:
             if feed is None:
@@ -218,6 +221,7 @@ class IndexManager:
         batch.delete_range(*layout.table_range(spec.table_id))
         batch.delete_range(*layout.checkpoint_range(spec.table_id))
         batch.delete_range(*layout.index_ref_range(spec.table_id))
+        batch.delete(too_long_key(spec.table_id))
         self.partitions.drop_table(spec.table_id, batch)
 
     def view(self, table: Table, name: str) -> IndexTable:
@@ -232,13 +236,18 @@ class IndexManager:
         for spec in table.schema.indexes:
             lag = behind = None
             gi = self.globals.get(spec.name)
-            if gi is not None:
-                oldest = self.indexer.oldest_unapplied(gi)
-                now = now_ms()
-                lag = 0 if oldest is None else max(now - oldest, 0)
-                behind = oldest is not None and now - oldest > retention_ms
+            if gi is None:
+                out.append(IndexDescription(spec.name, spec.index_type, spec.primary_key,
+                                            spec.defined_columns, lag, False))
+                continue
+            oldest = self.indexer.oldest_unapplied(gi)
+            now = now_ms()
+            lag = 0 if oldest is None else max(now - oldest, 0)
+            behind = oldest is not None and now - oldest > retention_ms
+            h = gi.health
             out.append(IndexDescription(spec.name, spec.index_type, spec.primary_key,
-                                        spec.defined_columns, lag, bool(behind)))
+                                        spec.defined_columns, lag, bool(behind), h.error,
+                                        h.error_at, h.errors, gi.too_long))
         return out
 
     def verify(self, table: Table, name: str, limit: int = 1000) -> IndexReport:
@@ -262,7 +271,9 @@ class IndexManager:
             # trimming, a log emptied without it would hand out seqs again.
             self.engine.put(layout.counter_key(_seq_counter(feed.table_id)), feed.seq.to_bytes(8, "big"))
             for shard in list(log.shards_with_records(self.engine, feed.table_id)):
-                keep = min((g.checkpoint(shard) for g in consumers), default=None)
+                keep = min([g.checkpoint(shard) for g in consumers]
+                           + [c(shard) for c in self.consumers.get(feed.table_id, {}).values()],
+                           default=None)
                 dropped += log.trim_shard(self.engine, feed.table_id, shard, cutoff, keep)
         return dropped
 

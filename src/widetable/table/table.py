@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from itertools import accumulate, islice
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from ..errors import (
@@ -61,6 +62,12 @@ class _Unrouted:
     def __init__(self) -> None:
         self.reads = self.writes = self.bytes_read = self.bytes_written = 0
 
+    def may_span(self, p: object, lo: bytes, hi: bytes, reverse: bool) -> bool:
+        return False
+
+    def record_range(self, p: object, n: int, nbytes: int, *page: object) -> None:
+        return None
+
 
 _UNROUTED = _Unrouted()
 
@@ -76,10 +83,11 @@ def _unrecorded(part: object, key: bytes, new_len: int, old_len: int | None) -> 
 _unpack = rowcodec.unpack
 
 
-def _stored_page(items: Iterator[tuple[bytes, bytes]], max_rows: int,
-                 part: object) -> tuple[list[bytes], tuple | None]:
+def _stored_page(items: Iterator[tuple[bytes, bytes]],
+                 max_rows: int) -> tuple[list[bytes], tuple | None, int]:
     """The stored rows of a page read without options (every row read is returned: one
-    budget counts rows read and kept), and the next start key if the page is full."""
+    budget counts rows read and kept), the next start key if the page is full, and the
+    bytes read."""
     blobs: list[bytes] = []
     append = blobs.append
     nbytes = count = 0
@@ -91,12 +99,10 @@ def _stored_page(items: Iterator[tuple[bytes, bytes]], max_rows: int,
         count += 1
         nbytes += len(blob)
         append(blob)
-    part.bytes_read += nbytes  # type: ignore[attr-defined]
-    return blobs, next_pk
+    return blobs, next_pk, nbytes
 
 
-def _stored_values_page(values: Iterator[bytes], max_rows: int,
-                        part: object) -> tuple[list[bytes], tuple | None]:
+def _stored_values_page(values: Iterator[bytes], max_rows: int) -> tuple[list[bytes], tuple | None, int]:
     """``_stored_page`` of a forward read, from the rows' values alone (``Engine.values``).
 
     The same page: a row is in it while fewer than ``max_rows`` rows and fewer than
@@ -130,8 +136,17 @@ def _stored_values_page(values: Iterator[bytes], max_rows: int,
         next_pk = _unpack(blobs[keep])[1]
         del blobs[keep:]
         nbytes = sum(map(len, blobs))
-    part.bytes_read += nbytes  # type: ignore[attr-defined]
-    return blobs, next_pk
+    return blobs, next_pk, nbytes
+
+
+def _noting(items: Iterator[tuple[bytes, bytes]], read: list[tuple[bytes, int]]) -> Iterator[tuple[bytes, bytes]]:
+    """``items``, noting each key and blob size: for a page that may cross partitions."""
+    for key, blob in items:
+        read.append((key, len(blob)))
+        yield key, blob
+
+
+_key_item, _size_item = itemgetter(0), itemgetter(1)
 
 
 def _put_latest(pk: tuple, row: list | None, puts: list) -> bytes:
@@ -175,7 +190,7 @@ class Table:
         self._route_read = self._route_write = _unrouted
         self._record_write = _unrecorded
         self._router = None
-        self._router = None
+        self._ranges = _UNROUTED  # counts range pages: the Router once partitions attach
         # Change capture (widetable.stream.feed.TableFeed) when the table has a stream or an
         # index; None keeps the one-put write path. Read under the row lock.
         self._changes = None
@@ -186,7 +201,7 @@ class Table:
         self._route_read, self._route_write = route_read, route_write
         self._record_write = record_write
         self._router = getattr(route_write, "__self__", None)  # for whole-batch routing
-        self._router = getattr(route_write, "__self__", None)  # for whole-batch routing
+        self._ranges = self._router or _UNROUTED  # may_span / record_range of range pages
 
     def _set_schema(self, schema: TableSchema) -> None:
         self.schema = schema
@@ -320,8 +335,9 @@ class Table:
     ) -> RangeResult:
         """Read rows in ``[start, end)`` (forward) or ``[start, end)`` walking down (backward).
 
-        ``start`` is inclusive and ``end`` exclusive in both directions; backward
-        needs ``start >= end``. ``INF_MIN``/``INF_MAX`` stand in for any column,
+        ``start`` is inclusive and ``end`` exclusive in both directions; forward needs
+        ``start < end`` and backward ``start > end`` (as in Tablestore, a range whose bounds
+        are equal, or encode equal, raises ``OTSParameterInvalid``). ``INF_MIN``/``INF_MAX`` stand in for any column,
         and a short tuple is padded with them. One call returns at most 5000
         rows or 4 MB; ``next_start_primary_key`` then says where to go on.
         """
@@ -332,6 +348,9 @@ class Table:
             blobs, next_pk = self._stored_blobs(lo, hi, reverse, max_rows, part)
             return RangeResult([Row(r[1], r[2], r[3]) for r in map(_unpack, blobs)], next_pk)
         items = self._engine.scan(lo, hi, reverse)
+        read: list[tuple[bytes, int]] = []
+        if self._ranges.may_span(part, lo, hi, reverse):
+            items = _noting(items, read)  # rows per partition read, counted below
         rows: list[Row] = []
         append = rows.append
         next_pk = None
@@ -346,7 +365,7 @@ class Table:
             row = reader(unpack(blob))
             if row is not None:
                 append(row)
-        part.bytes_read += nbytes
+        self._ranges.record_range(part, scanned, nbytes, lo, hi, reverse, read, _key_item, _size_item)
         return RangeResult(rows, next_pk)
 
     def stored_range(self, start: object, end: object, direction: str = "forward",
@@ -360,8 +379,15 @@ class Table:
     def _stored_blobs(self, lo: bytes, hi: bytes, reverse: bool, max_rows: int,
                       part: object) -> tuple[list[bytes], tuple | None]:
         if reverse:
-            return _stored_page(self._engine.scan(lo, hi, True), max_rows, part)
-        return _stored_values_page(self._engine.values(lo, hi), max_rows, part)
+            blobs, next_pk, nbytes = _stored_page(self._engine.scan(lo, hi, True), max_rows)
+        else:
+            blobs, next_pk, nbytes = _stored_values_page(self._engine.values(lo, hi), max_rows)
+        self._ranges.record_range(part, len(blobs), nbytes, lo, hi, reverse, blobs, self._key_of, len)
+        return blobs, next_pk
+
+    def _key_of(self, blob: bytes) -> bytes:
+        """The row key of a stored row (its primary key is in the blob)."""
+        return self._prefix + self._encode(tuple(_unpack(blob)[1]))
 
     def _range_of(self, start: object, end: object, direction: str,
                   limit: int | None) -> tuple[bytes, bytes, bool, int]:
@@ -401,12 +427,8 @@ class Table:
         s = self._bound(start, pad, inclusive_upper=reverse)
         e = self._bound(end, pad, inclusive_upper=reverse)
         lo, hi = (e, s) if reverse else (s, e)
-        if lo > hi:
-            order = "start must not be below end" if reverse else "start must not be above end"
-            raise ParameterInvalid(
-                f"invalid range {describe(start)} -> {describe(end)} ({direction_name(reverse)}): "
-                f"{order}"
-            )
+        if lo >= hi:
+            raise empty_range(start, end, reverse)
         return lo, hi
 
     def _bound(self, values: object, pad: object, inclusive_upper: bool) -> bytes:
@@ -553,8 +575,12 @@ class Table:
         Applied in order: ``delete_column`` (all versions of each named column),
         ``delete_version`` (``{column: ts}``), ``put``, then ``increment``
         (``{column: delta}``, atomic; a missing column counts as 0). The result
-        carries the new value of each incremented column. A row left with no
-        cells is deleted.
+        carries the new value of each incremented column.
+
+        As in Tablestore's UpdateRow, deleting every attribute column does not delete
+        the row (that is ``delete_row``'s job): the row stays, with its primary key
+        alone. An update of a missing row inserts it, even one that only deletes:
+        the row then exists with no attribute columns.
         """
         if self._auto_index is not None:  # the key may have to raise the auto-increment counter
             return autoinc.update_row(self, pk, put, delete_version, delete_column, increment,
@@ -624,15 +650,13 @@ class Table:
                 rowcodec.merge_version(versions.setdefault(name, []), ts, value)
             results = self._apply_increments(versions, incs, now)
             rowcodec.trim(versions, self._options.max_versions, cutoff)
-            new = rowcodec.encode_versions(values, versions) if versions else None
+            new = rowcodec.encode_versions(values, versions)
             if changes is not None:
                 changes.update(key, values, row, new, _changed_cells(
                     del_columns, del_versions, puts, results, versions, now))
-            elif new is not None:
+            else:
                 self._engine.put(key, new)
-            elif row is not None:
-                self._engine.delete(key)
-        self._record_write(part, key, len(new) if new else 0, len(blob) if blob else 0)
+        self._record_write(part, key, len(new), len(blob) if blob else 0)
         return WriteResult(values, results)
 
     @staticmethod
@@ -714,6 +738,16 @@ def _changed_cells(del_columns: list, del_versions: list, puts: list, increments
     return out
 
 
+def empty_range(start: object, end: object, reverse: bool) -> ParameterInvalid:
+    """Tablestore's answer to a range that holds no key: its start is not below its end
+    (forward) or not above it (backward), bounds that encode equal included."""
+    if reverse:
+        text = "Begin key must more than end key in BACKWARD"
+    else:
+        text = "Begin key must less than end key in FORWARD"
+    return ParameterInvalid(f"{text}: range {describe(start)} -> {describe(end)}")
+
+
 def full_range(columns: int, reverse: bool, prefix: tuple = ()) -> tuple[tuple, tuple]:
     """``(start, end)`` covering every key that starts with ``prefix``, in scan direction."""
     lo, hi = (codec.INF_MAX, codec.INF_MIN) if reverse else (codec.INF_MIN, codec.INF_MAX)
@@ -730,6 +764,20 @@ def follow_pages(get_range, start: object, end: object, direction: str, **option
         if page.next_start_primary_key is None:
             return
         start = page.next_start_primary_key
+
+
+def scan_partition(reader, names: tuple, partition_key: object, direction: str,
+                   **options) -> Iterator[Row]:
+    """Every row whose first key value is ``partition_key``, through ``reader``'s get_range
+    (or, for a one-column key ``names``, its get_row: that range is the one row, and a
+    range whose bounds are both that key holds no key at all)."""
+    if len(names) == 1:
+        _check_direction(direction)
+        options.pop("limit", None)
+        row = reader.get_row((partition_key,), **options)
+        return iter(() if row is None else (row,))
+    start, end = full_range(len(names), _check_direction(direction), (partition_key,))
+    return follow_pages(reader.get_range, start, end, direction, **options)
 
 
 def _check_direction(direction: str) -> bool:
