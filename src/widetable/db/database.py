@@ -91,6 +91,8 @@ class Database(SearchFacade):
         self._search = SearchManager(engine, search_root(ctx.path), self._catalog.base_table,
                                      ctx.ids.take, LogSource(engine, self._indexes))
         self._search.open(self._tables)
+        self._sql = None  # widetable.sql.SQLSession, made on the first db.sql call
+        self._sql_lock = threading.Lock()
         self._background.start()
         _OPEN.add(self)
 
@@ -128,6 +130,8 @@ class Database(SearchFacade):
         self._txns.close()
         self._indexes.close()
         self._background.join(timeout=10)
+        if self._sql is not None:
+            self._sql.close()
         with self._ddl_lock:
             self._partitions.flush()
             self._ctx.closed = True
@@ -399,6 +403,23 @@ class Database(SearchFacade):
         return partition_scan.parallel_scan(
             table, self._partitions.partitions(table), workers, ordered, **read_options
         )
+
+    # -- SQL ------------------------------------------------------------------------
+
+    def sql(self, statement: str, params: list | None = None, **options: object):
+        """Run one SQL statement (Tablestore's dialect; ``widetable.sql``) and return its
+        ``SQLResult``: ``columns`` (names and SQL types), ``rows``, iteration (streamed),
+        ``to_arrow()``, ``to_pandas()``. ``params`` bind the statement's ``?`` in order.
+        ``options``: ``max_scan_rows`` (100,000), ``max_scan_bytes`` (128 MB) and
+        ``timeout`` (30 s), each None for no limit. Queries see mapping tables
+        (``CREATE TABLE t (..., PRIMARY KEY(...))`` maps data table ``t``)."""
+        self._check_open()
+        if self._sql is None:
+            with self._sql_lock:
+                if self._sql is None:
+                    from ..sql import SQLSession
+                    self._sql = SQLSession(self._ctx)
+        return self._sql.execute(statement, params, **options)  # type: ignore[arg-type]
 
     # -- garbage collection -----------------------------------------------------
 
