@@ -208,21 +208,33 @@ counter = iter(range(10**6))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(rows=rows_st, queries=st.lists(st.tuples(query_st, sort_st, st.integers(1, 7)), min_size=1,
-                                       max_size=4), shards=st.integers(1, 3))
-def test_search_agrees_with_brute_force(store, rows, queries, shards):
+@given(rows=rows_st, later=st.lists(st.tuples(st.integers(0, 40), rows_st.map(lambda r: r[0] if r else None)),
+                                   max_size=12),
+       queries=st.lists(st.tuples(query_st, sort_st, st.integers(1, 7)), min_size=1, max_size=4),
+       shards=st.integers(1, 3))
+def test_search_agrees_with_brute_force(store, rows, later, queries, shards):
+    """Rows written before the index (full sync), then puts, overwrites and deletes after it
+    (incremental sync, one commit each: several tantivy segments)."""
     name = f"t{next(counter)}"
     t = store.create_table(name, [("id", "STRING")])
     data = {}
-    for i, r in enumerate(rows):
-        pk = f"r{i:02d}"
+
+    def put(pk, r):
         data[pk] = r
-        if r:
-            t.put_row((pk,), r)
-        else:
-            t.put_row((pk,), {"other": 1})
+        t.put_row((pk,), r if r else {"other": 1})
+
+    for i, r in enumerate(rows):
+        put(f"r{i:02d}", r)
     store.create_search_index(name, "ix", FIELDS, shards=shards)
     assert store.wait_for_search_indexes(name, "ix", timeout=60)
+    for i, r in later:
+        pk = f"r{i:02d}"
+        if r is None:
+            data.pop(pk, None)
+            t.delete_row((pk,))
+        else:
+            put(pk, r)
+        assert store.wait_for_search_indexes(name, "ix", timeout=60)
     for q, sort, page in queries:
         want = [k for k in data if matches(q, data[k])]
         want = expected_order(data, want, sort)

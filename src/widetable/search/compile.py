@@ -258,3 +258,21 @@ def geo_test(q) -> GeoTest:
     return GeoTest((min(lats), max(lats), min(lons), max(lons)),
                    lambda la, lo: geo.in_polygon(la, lo, poly))
 
+
+
+_HEX = "0123456789abcdef"
+
+
+def hex_after(s: str, desc: bool = False) -> str:
+    """A regex matching the hex strings after ``s`` in byte order (before it if ``desc``)."""
+    alts = []
+    for i, c in enumerate(s):
+        k = _HEX.index(c)
+        chars = _HEX[k + 1:] if not desc else _HEX[:k]
+        if chars:
+            alts.append(s[:i] + "[" + chars + "].*")
+    if not desc:
+        alts.append(s + ".+")
+    else:
+        alts += [s[:i] for i in range(len(s))]  # proper prefixes sort before
+    return "|".join(f"({a})" for a in alts) if alts else "[^\\s\\S]"

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 import msgpack
 
 from ..errors import ParameterInvalid, describe
+from ..keys import codec
 from . import analyzers, geo
 from .schema import (
     BOOLEAN, DATE, DOUBLE, FUZZY, GEO_POINT, KEYWORD, LONG, NESTED, TEXT, FieldSchema, IndexMeta,
@@ -82,6 +83,11 @@ class FieldLayout:
 def doc_id(pk: tuple) -> str:
     """The id of a row's documents: its primary key, packed, in hex."""
     return msgpack.packb(list(pk), use_bin_type=True).hex()
+
+
+def order_key(pk: tuple) -> str:
+    """A string whose order is the primary key's (the order-preserving key codec, in hex)."""
+    return codec.encode_tuple(pk).hex()
 
 
 def shard_of(meta: IndexMeta, pk_names: tuple[str, ...], pk: tuple) -> int:

@@ -16,8 +16,8 @@ from ..errors import ParameterInvalid, describe
 from ..table.row import Row
 from ..table.values import now_ms
 from .aggs import Aggregator, TopRowsAgg
-from .compile import Compiler
-from .documents import as_list, decode_src
+from .compile import Compiler, hex_after
+from .documents import as_list, decode_src, order_key
 from .query import FunctionScoreQuery, Query, check_query
 from .sort import SortKeys, check_sort
 
@@ -133,6 +133,11 @@ class Searcher:
         agg = Aggregator(self.meta, lambda q: {pk for _, pk, _, _ in self.matches(q, shards)},
                          lambda hs, a: self._top_rows(hs, a, fetch))
         agg_list, gb_list = agg.check(aggs, group_bys)
+        sorters = keys.sorters
+        if not agg_list and not gb_list and len(sorters) == 1 and \
+                not isinstance(query, FunctionScoreQuery):
+            return self._by_key(query, keys, sorters[0].sort_order == "DESC", offset, limit, after,  # type: ignore[attr-defined]
+                                mode, names, get_total_count, shards, fetch)
         hits = self.matches(query, shards)
         total = len(hits)
         simple = [(s, pk, v) for s, pk, v, _ in hits]
@@ -148,6 +153,39 @@ class Searcher:
         rows = self._rows([h for _, h in page], mode, names, fetch)
         hits_out = [SearchHit(h[0], r) for (_, h), r in zip(page, rows)]
         return SearchResult(rows, total if get_total_count else -1, token, agg_out, gb_out, hits_out)
+
+    def _by_key(self, query: Query, keys: SortKeys, desc: bool, offset: int, limit: int,
+                after: list | None, mode: str, names: list[str], get_total_count: bool,
+                shards: list[int], fetch) -> SearchResult:
+        """A search in primary-key order: each shard gives its first ``offset + limit + 1``
+        matches after the token (tantivy orders them by ``_pk``, and a regex over ``_pk``
+        skips what the token covers), so a page costs the same at any depth."""
+        since = self.visible_from()
+        want = offset + limit + 1
+        after_key = None if after is None else order_key(tuple(after[0][1]))
+
+        def one(i: int) -> tuple[list, int]:
+            shard = self.state.shards[i]
+            se = shard.searcher()
+            comp = Compiler(self.layout, shard, se)
+            clauses = [("must", comp.compile(query)), ("filter", shard.q_rows())]
+            if since is not None:
+                clauses.append(("filter", shard.q_ts_from(since)))
+            total = shard.count(se, shard.q_bool(clauses)) if get_total_count else -1
+            if after_key is not None:
+                clauses.append(("filter", shard.q_regex("_pk", hex_after(after_key, desc))))
+            return shard.run_ordered(se, shard.q_bool(clauses), want, desc), total
+
+        parts = [one(shards[0])] if len(shards) == 1 else list(_POOL.map(one, shards))
+        merged = sorted((h for part, _ in parts for h in part), key=lambda h: h[0], reverse=desc)
+        page = [decode_src(src) for _, src in merged[offset:offset + limit]]
+        token = None
+        if page and len(merged) > offset + limit:
+            token = keys.encode_token([[1, list(page[-1][0])]])
+        hits = [(0.0, pk, values, stored) for pk, values, stored in page]
+        rows = self._rows(hits, mode, names, fetch)
+        total = sum(t for _, t in parts) if get_total_count else -1
+        return SearchResult(rows, total, token, {}, {}, [SearchHit(0.0, r) for r in rows])
 
     def _rows(self, hits: list[tuple], mode: str, names: list[str], fetch) -> list[Row]:
         if mode == RETURN_NONE:

@@ -47,6 +47,7 @@ class Shard:
         sb.add_text_field("_has", tokenizer_name="raw", index_option="basic")
         sb.add_integer_field("_ts", indexed=True, fast=True)
         sb.add_bytes_field("_src", stored=True)
+        sb.add_text_field("_pk", tokenizer_name="raw", fast=True, index_option="basic")
         self.kinds: dict[str, str] = {}
         for name, kind in fields:
             self.kinds[name] = kind
@@ -77,11 +78,13 @@ class Shard:
     # -- writing ---------------------------------------------------------------------
 
     def add(self, owner: str, kind: str, has: list[str], ts: int, src: bytes,
-            values: list[tuple[str, object]]) -> None:
+            values: list[tuple[str, object]], order: str | None = None) -> None:
         """Add one document (caller holds ``lock``). ``values``: ``[(field, value)]``, a
-        ``tok`` field's value being its token list."""
+        ``tok`` field's value being its token list; ``order``: the ``_pk`` sort string."""
         d = Document()
         d.add_text("_owner", owner)
+        if order is not None:
+            d.add_text("_pk", order)
         d.add_text("_kind", kind)
         for h in has:
             d.add_text("_has", h)
@@ -168,6 +171,15 @@ class Shard:
         hits = searcher.search(query, limit, count=False).hits
         doc = searcher.doc
         return [(score, doc(addr).get_first("_src")) for score, addr in hits]
+
+    def run_ordered(self, searcher, query, limit: int, desc: bool) -> list[tuple[str, bytes]]:
+        """``(_pk, _src)`` of the first ``limit`` documents matching ``query`` in ``_pk`` order."""
+        if limit <= 0:
+            return []
+        hits = searcher.search(query, limit, count=False, order_by_field="_pk",
+                               order=tantivy.Order.Desc if desc else tantivy.Order.Asc).hits
+        doc = searcher.doc
+        return [(key, doc(addr).get_first("_src")) for key, addr in hits]
 
     def count(self, searcher, query) -> int:
         return searcher.search(query, 1, count=True).count

@@ -46,7 +46,7 @@ from ..errors import (
 )
 from ..keys import codec
 from .row import RangeResult, Row, WriteResult
-from .table import _check_direction, follow_pages, full_range
+from .table import scan_partition
 
 if TYPE_CHECKING:
     from ..context import StoreContext
@@ -160,8 +160,11 @@ class TransactionRegistry:
         """Wait (up to ``conflict_wait``) until no transaction holds ``value`` of ``table``.
 
         Plain writers call this before taking the row's lock, and only while
-        some transaction is open. Raises ``OTSRowOperationConflict`` on timeout.
+        some transaction is open. Raises ``OTSRowOperationConflict`` on timeout,
+        and the table's own error if it was dropped (or its store closed).
         """
+        if table._unusable:
+            table._check_open()
         value = _slot_value(value)
         slot = (table, value)
         if slot not in self.locks:
@@ -175,6 +178,8 @@ class TransactionRegistry:
         Plain writers call this under the row's lock, so a transaction that
         starts later waits for their write (see ``start``).
         """
+        if table._unusable:
+            table._check_open()
         value = _slot_value(value)
         owner = self.locks.get((table, value))
         if owner is None:
@@ -341,10 +346,7 @@ class LocalTransaction:
 
     def scan(self, direction: str = "forward", **options) -> Iterator[Row]:
         """Every row of the partition key (with this transaction's writes), page by page."""
-        start, end = full_range(
-            len(self.table._names), _check_direction(direction), (self.partition_key,)
-        )
-        return follow_pages(self.get_range, start, end, direction, **options)
+        return scan_partition(self, self.table._names, self.partition_key, direction, **options)
 
     # -- writes (buffered until commit) -----------------------------------------
 
@@ -407,6 +409,8 @@ class LocalTransaction:
         # Row locks keep the purge thread from rewriting a row under the commit.
         locks = ctx.row_locks.acquire([k for k, _ in writes])
         try:
+            if table._unusable:  # dropped since the check above: see Catalog.delete_table
+                table._check_open()
             feed = table._changes  # a stream or an index: records and entries join the batch
             if feed is None:
                 engine.write(batch)
