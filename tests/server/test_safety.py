@@ -376,6 +376,8 @@ WRITES = {
     "DeleteTable": lambda: pb.DeleteTableRequest(table_name="t").SerializeToString(),
     "CreateTable": lambda: b"",
     "StartLocalTransaction": lambda: b"",
+    "CreateSearchIndex": lambda: b"",
+    "DeleteSearchIndex": lambda: b"",
 }
 
 
@@ -426,6 +428,26 @@ def test_a_read_only_key_may_not_write_over_the_native_protocol(with_reader) -> 
     assert with_reader.db.table("t").get_row(("a",))["v"] == 1
     assert with_reader.db.table("t").get_row(("n",)) is None
     assert with_reader.db.list_tables() == ["t"]
+
+
+def test_every_write_api_is_refused_to_read_only_keys() -> None:
+    """Each API that writes rows or changes the catalog is in WRITES; a new one must be
+    sorted into reads or writes (a read-only key must not slip through a new DDL)."""
+    reads = {"ListTable", "DescribeTable", "ComputeSplitPointsBySize", "GetRow", "GetRange",
+             "BatchGetRow", "AbortTransaction", "ListStream", "DescribeStream",
+             "GetShardIterator", "GetStreamRecord", "DescribeSearchIndex", "ListSearchIndex",
+             "Search", "ComputeSplits", "ParallelScan"}
+    assert set(service.HANDLERS) == reads | service.WRITES
+    assert not reads & service.WRITES
+
+
+def test_every_native_write_is_refused_to_read_only_keys() -> None:
+    reads = {native.GET_ROW, native.GET_RANGE, native.BATCH_GET_ROW, native.LIST_STREAM,
+             native.DESCRIBE_STREAM, native.GET_SHARD_ITERATOR, native.GET_STREAM_RECORD,
+             native.DESCRIBE_TABLE}
+    assert set(native_service.CALLS) == reads | native_service.WRITES
+    assert not reads & native_service.WRITES
+    assert set(native_service.KINDS) == set(native_service.CALLS)  # each has a kind
 
 
 def test_the_writer_key_still_writes(with_reader) -> None:
