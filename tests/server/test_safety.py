@@ -224,7 +224,7 @@ def test_a_client_trickling_a_request_is_closed_at_the_deadline(store) -> None:
                     break
         elapsed = time.monotonic() - begun
         assert closed, "the trickling connection was still open after 10 s"
-        assert 0.9 <= elapsed < 5, elapsed
+        assert 0.9 <= elapsed < 8, elapsed
         sock, reader = dial(server)  # others are served as before
         with sock:
             sock.sendall(request("ListTable", LIST))
@@ -326,7 +326,7 @@ def test_the_loop_never_waits_on_row_locks_a_pool_thread_holds(served, locks_hel
     holding, release = locks_held
     batcher, batch_reader = dial(served)
     writer_sock, writer_reader = dial(served)
-    reader_sock, reader_reader = dial(served, timeout=3)
+    reader_sock, reader_reader = dial(served, timeout=5)
     try:
         batcher.sendall(request("BatchWriteRow", batch_write(["x", "y"])))
         assert holding.wait(10), "the batch never took its locks"
@@ -337,10 +337,9 @@ def test_the_loop_never_waits_on_row_locks_a_pool_thread_holds(served, locks_hel
             assert writer_reader.response()[0] == 101
             writer_sock.sendall(call_frame(native.PUT_ROW, "t", ("w",), {"v": 7}, None, None))
         time.sleep(0.2)  # the write has reached the server (and, before the fix, the loop)
-        begun = time.monotonic()
         reader_sock.sendall(request("GetRow", get_row("a")))
         status, _, _ = reader_reader.response()  # TimeoutError if the loop is stalled
-        assert status == 200 and time.monotonic() - begun < 2
+        assert status == 200 and not release.is_set()  # answered while the locks are held
         release.set()
         assert batch_reader.response()[0] == 200
         if writer == "tablestore":
