@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 import struct
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import msgpack
 from google.protobuf.message import DecodeError, Message
@@ -57,6 +58,7 @@ class Case:
     frame: bytes | None = None  # native: the MessagePack as sent
     parts: list[Case] | None = None  # pipelined: the requests in ``data``, one answer each
     upgrade: bytes = b""  # native: an upgrade request sent before ``data``, in one write
+    abort: bool = False  # reset the connection right after sending, without reading
 
 
 def _pb_class(api: str):
@@ -392,8 +394,10 @@ class HttpMutator:
 
     KINDS = ("body_bytes", "body_random", "proto", "plainbuffer", "plainbuffer_reject", "truncated",
              "wrong_api", "headers", "unsigned", "bad_signature", "bad_md5", "framing",
-             "oversized", "upgrade", "pipelined")
-    WEIGHTS = (12, 4, 20, 16, 8, 5, 4, 6, 4, 3, 3, 8, 1, 3, 4)
+             "oversized", "upgrade", "pipelined", "abort")
+    WEIGHTS = (12, 4, 20, 16, 8, 5, 4, 6, 4, 3, 3, 8, 1, 3, 4, 2)
+    POOLED = frozenset({"BatchWriteRow", "BatchGetRow", "GetRange", "CreateTable", "DeleteTable",
+                        "StartLocalTransaction", "GetStreamRecord"})  # may run on the pool
     PIPELINED = ("body_bytes", "proto", "plainbuffer", "plainbuffer_reject", "unsigned", "bad_md5")
 
     def __init__(self, account: wire.Account, seeds: list[HttpSeed]) -> None:
@@ -584,6 +588,16 @@ class HttpMutator:
                     any(p.must_reject for p in parts), parts=parts)
 
 
+    def _abort(self, rng, seed):
+        """A request that may run on the worker pool, the connection reset before it is
+        answered: the answer then goes to a connection that is gone."""
+        seed = rng.choice([s for s in self.seeds if s.api in self.POOLED] or self.seeds)
+        body = seed.body if rng.random() < 0.5 else mutate_proto(rng, seed.api, seed.body)
+        case = self._signed("abort", seed.api, body)
+        case.abort = case.fresh = True
+        return case
+
+
 def _has_plainbuffer(seed: HttpSeed) -> bool:
     cls = _pb_class(seed.api)
     if cls is None:
@@ -703,15 +717,20 @@ def _deep(n: int) -> bytes:
     return b"\x91" * n + b"\xc0"
 
 
+FILTER_ARG = MappingProxyType({1: 6, 2: 9})  # op -> its filter's index (GET_ROW, GET_RANGE)
+CONDITION_ARG = MappingProxyType({3: 4, 4: 7, 5: 3})  # op -> its condition's (PUT, UPDATE, DELETE)
+
+
 class NativeMutator:
     """Cases of widetable's native protocol: frames on an upgraded connection."""
 
     KINDS = ("frame_bytes", "frame_struct", "frame_random", "frame_truncated", "frame_length",
-             "frame_oversized", "frame_deep", "frame_op", "frame_filter", "frame_pipelined")
-    WEIGHTS = (20, 35, 5, 8, 8, 1, 2, 6, 12, 5)
+             "frame_oversized", "frame_deep", "frame_op", "frame_filter", "frame_pipelined",
+             "frame_abort")
+    WEIGHTS = (20, 35, 5, 8, 8, 1, 2, 6, 12, 5, 2)
     PIPELINED = ("frame_bytes", "frame_struct", "frame_truncated", "frame_op", "frame_filter")
-    FILTER_ARG = {1: 6, 2: 9}  # op -> index of its filter (GET_ROW, GET_RANGE)
-    CONDITION_ARG = {3: 4, 4: 7, 5: 3}  # op -> index of its condition (PUT, UPDATE, DELETE_ROW)
+    FILTER_ARG = FILTER_ARG
+    CONDITION_ARG = CONDITION_ARG
 
     def __init__(self, seeds: list[NativeSeed]) -> None:
         self.frames = [s.frame for s in seeds]
@@ -789,6 +808,20 @@ class NativeMutator:
         if rng.random() < 0.5:
             case.upgrade, case.fresh = b"upgrade", True  # the sender writes the request
         return case
+
+    def _frame_abort(self, rng, frame, tree):
+        """Frames of calls that run on the pool (batches, stream reads, describe), the
+        connection reset before they are answered."""
+        pooled = [i for i, t in enumerate(self.trees) if t[0] in (6, 7, 9, 11, 12)]
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            i = rng.choice(pooled or range(len(self.frames)))
+            kind = rng.choice(("frame_struct", "frame_filter", "frame_op"))
+            parts.append(getattr(self, "_" + kind)(rng, self.frames[i], self.trees[i]))
+        for part in parts:
+            part.abort = True
+        return Case("native", "frame_abort", b"".join(p.data for p in parts), False,
+                    fresh=True, abort=True, parts=parts)
 
     def _frame_op(self, rng, frame, tree):
         tree = list(tree)
