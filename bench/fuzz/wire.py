@@ -210,12 +210,17 @@ class Conn:
         return Reply(timed_out=True)
 
 
+def upgrade_request(account: Account) -> bytes:
+    """The bytes of a signed request to upgrade to the native protocol."""
+    headers = sign(account, NATIVE_API, ots_headers(account, NATIVE_API, b""))
+    return http_request("/" + NATIVE_API,
+                        {"Upgrade": NATIVE_UPGRADE, "Connection": "Upgrade", **headers}, b"")
+
+
 def upgrade(account: Account, timeout: float) -> Conn:
     """A connection upgraded to the native protocol (raises if the server refuses)."""
     conn = Conn(account, timeout)
-    headers = sign(account, NATIVE_API, ots_headers(account, NATIVE_API, b""))
-    headers = {"Upgrade": NATIVE_UPGRADE, "Connection": "Upgrade", **headers}
-    conn.send(http_request("/" + NATIVE_API, headers, b""))
+    conn.send(upgrade_request(account))
     reply = conn.read_http()
     if reply.status != 101:
         conn.close()

@@ -118,6 +118,7 @@ WRITES = frozenset({
     "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
     "PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow",
     "StartLocalTransaction", "CommitTransaction",
+    "CreateSearchIndex", "UpdateSearchIndex", "DeleteSearchIndex",
 })
 HEALTH_PATH = health.PATH
 
