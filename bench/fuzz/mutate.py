@@ -208,12 +208,60 @@ def mutate_message(rng: random.Random, msg: Message, api: str | None, depth: int
         return
     if rng.random() < 0.2:
         msg.ClearField(name)
+    elif fd.type == fd.TYPE_BYTES and _nested_class(msg, name) and rng.random() < 0.8:
+        inner = _nested_class(msg, name)()
+        try:
+            inner.MergeFromString(getattr(msg, name))
+        except DecodeError:
+            pass
+        if depth < 8:
+            mutate_message(rng, inner, api, depth + 1)
+        setattr(msg, name, inner.SerializePartialToString())
     elif fd.type == fd.TYPE_BYTES and name in FILTER_FIELDS and rng.random() < 0.8:
         setattr(msg, name, mutate_filter(rng, getattr(msg, name) or base_filter(rng), depth + 1))
     elif fd.type == fd.TYPE_BYTES and msg.HasField(name) and rng.random() < 0.7:
         setattr(msg, name, _bytes_field(rng, getattr(msg, name)))
     else:
         setattr(msg, name, _scalar(rng, fd, api))
+
+
+# -- messages inside bytes fields (search queries) -----------------------------------------
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _by_type(enum: str, name_of) -> object:
+    def pick(msg: Message):
+        from tablestore.protobuf import search_pb2
+
+        try:
+            label = getattr(search_pb2, enum).Name(msg.type)
+        except ValueError:
+            return None
+        return getattr(search_pb2, name_of(label), None)
+    return pick
+
+
+_NESTED = {  # (message, bytes field) -> the message class its bytes hold, from the message
+    ("SearchRequest", "search_query"): lambda msg: _search_class("SearchQuery"),
+    ("ParallelScanRequest", "scan_query"): lambda msg: _search_class("ScanQuery"),
+    ("Query", "query"): _by_type("QueryType", _camel),
+    ("Aggregation", "body"): _by_type("AggregationType",
+                                      lambda n: _camel(n[4:]) + "Aggregation"),  # AGG_AVG
+    ("GroupBy", "body"): _by_type("GroupByType", _camel),  # GROUP_BY_FIELD -> GroupByField
+}
+
+
+def _search_class(name: str):
+    from tablestore.protobuf import search_pb2
+
+    return getattr(search_pb2, name)
+
+
+def _nested_class(msg: Message, name: str):
+    pick = _NESTED.get((msg.DESCRIPTOR.name, name))
+    return None if pick is None else pick(msg)
 
 
 # -- filters and conditions ----------------------------------------------------------------
