@@ -86,6 +86,8 @@ class Running:
                 try:
                     batch = self.reader.read_next_batch()
                 except StopIteration:
+                    if self._budget.failure is not None:  # a scan failed where DuckDB
+                        raise self._budget.failure from None  # could not see it
                     break
                 except Exception as exc:  # noqa: BLE001 - translated
                     raise translate(exc, self._budget) from None
@@ -115,7 +117,9 @@ class Running:
 class Duck:
     """An in-memory DuckDB database for one SQL session."""
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, threads: int = 1) -> None:
+        # One thread: the scans are Python (the GIL bounds them), and DuckDB then reads
+        # ahead of the answer less, so a LIMIT it satisfies stops the scans sooner.
         self._db = duckdb.connect(":memory:", config={"threads": threads})
         self._lock = threading.Lock()
 

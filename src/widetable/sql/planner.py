@@ -68,6 +68,7 @@ class ScanSpec:
     hint: str | None = None  # USE INDEX(name); "" for USE INDEX()
     residual: int = 0  # conjuncts of this table's WHERE that are not predicates
     limit: object = None  # int or Param: rows the scan may stop after (LIMIT + OFFSET)
+    early: bool = False  # a LIMIT may stop the scan early: read in key order, not in parallel
     offset: object = None
 
 
@@ -282,7 +283,10 @@ def _push_limit(tree: exp.Expression, scans: list[ScanSpec]) -> None:
     if from_ is None or not isinstance(from_.this, exp.Table) or _aggregates(tree):
         return
     limit = tree.args.get("limit")
-    if limit is None or scans[0].residual:
+    if limit is None:
+        return
+    scans[0].early = True
+    if scans[0].residual:
         return
     n = _value(limit.expression)
     offset = tree.args.get("offset")

@@ -277,6 +277,8 @@ def _parallel(table: Table, ranges: list, page: _Page, budget: Budget,
                     try:
                         item = q.get(timeout=0.05)
                     except queue.Empty:
+                        if budget.failure is not None:
+                            raise budget.failure from None
                         if budget.stop.is_set():
                             return
                         continue

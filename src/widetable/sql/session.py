@@ -135,7 +135,7 @@ class SQLSession:
         from .scan import batches
         sources = []
         for spec, access in zip(plan.scans, accesses):
-            cuts = self._boundaries(access)
+            cuts = None if spec.early else self._boundaries(access)
             schema, it = batches(access, spec.columns, budget, cuts)
             sources.append((spec.view, schema, it))
         return sources
@@ -202,7 +202,7 @@ class SQLSession:
         for spec, a in zip(plan.scans, accesses):
             path = a.describe()
             if a.kind == "full":
-                cuts = self._boundaries(a)
+                cuts = None if spec.early else self._boundaries(a)
                 path += f" ({len(cuts) + 1} partitions in parallel)" if cuts else ""
             pushed = ["columns: " + (", ".join(c.name for c in spec.columns) or "(none)")]
             if a.used:
