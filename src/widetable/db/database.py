@@ -14,7 +14,6 @@ import dataclasses
 import logging
 import math
 import threading
-import weakref
 from collections.abc import Callable
 
 from ..context import StoreContext
@@ -43,7 +42,9 @@ ROW_LOCK_STRIPES = DEFAULT_STRIPES  # enough for a GIL-bound process; a 200-row 
 
 log = logging.getLogger("widetable")
 # Stores open in this process, closed at exit if their owner did not (see Database.close).
-_OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
+# Held strongly: a store whose Database object is gone still runs its threads (they hold
+# the store context), and they too must stop before the interpreter does.
+_OPEN: set[Database] = set()
 
 
 @atexit.register
@@ -52,7 +53,7 @@ def _close_open_stores() -> None:
 
     Runs after non-daemon threads have ended and while daemon ones still run, so the
     background threads are stopped and joined while they can still finish their call."""
-    for db in list(_OPEN):
+    for db in list(_OPEN):  # a copy: close() discards itself
         try:
             db.close()
         except Exception:  # noqa: BLE001 - at exit: report, and close the others

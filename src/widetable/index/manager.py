@@ -8,6 +8,8 @@ and runs the global-index applier (:mod:`.global_`).
 
 from __future__ import annotations
 
+import threading
+
 import logging
 import time
 from dataclasses import replace
@@ -50,6 +52,7 @@ class IndexManager:
         self.views: dict[str, IndexTable] = {}
         self.globals: dict[str, GlobalIndex] = {}
         self.indexer = Indexer(ctx, self._trim_if_open)
+        self.trim_lock = threading.Lock()  # held by trim, and by drops (see trim)
         # Other consumers of change logs (search indexes): table id -> {name: checkpoint(shard)}.
         # A table with one logs; trimming keeps what each has not applied.
         self.consumers: dict[int, dict] = {}
@@ -257,7 +260,14 @@ class IndexManager:
     # -- retention -------------------------------------------------------------------
 
     def trim(self) -> int:
-        """Drop change records past their table's retention that every index has applied."""
+        """Drop change records past their table's retention that every index has applied.
+
+        Under ``trim_lock``: a drop holds it while it deletes a table's keys, so a trim
+        never writes a trim mark or seq counter under an id whose keys are gone."""
+        with self.trim_lock:
+            return self._trim_locked()
+
+    def _trim_locked(self) -> int:
         dropped = 0
         now = now_ms()
         for table in list(self.tables.values()):

@@ -218,7 +218,10 @@ class SearchManager:
             stored = replace(meta, pending=new_pending)
             self.engine.put(keys.search_index_key(table.schema.table_id, name), stored.to_json())
             with st.lock:
+                raised = meta.ttl == -1 and st.meta.ttl != -1 or 0 < st.meta.ttl < meta.ttl
                 st.meta = meta
+                if raised:  # documents the old TTL dropped come back: sync every row again
+                    st.phase, st.next, st.dirty = "FULL", None, True
             if pending is not None and new_pending is not None:
                 pending.meta = new_pending
             if add is not None:
@@ -366,8 +369,13 @@ class SearchManager:
         checked = 0
         lo, hi = full_range(len(st.pk_names), False)
         for row in table.scan(lo, hi):
-            checked += 1
             pk = tuple(row.primary_key)
+            stamps = row._stamps
+            ts = stamps if type(stamps) is int else max(stamps.values(), default=0)
+            if since is not None and ts < since:  # past the index's TTL: expected absent
+                found.pop(pk, None)
+                continue
+            checked += 1
             try:
                 expect = row_values(st.meta, st.pk_names, pk, row.columns)
             except Rejected:
