@@ -67,12 +67,15 @@ class SQLSession:
                                    f"{len(values)} were given")
         kind = stmt.kind
         if kind == "query":
-            return self._query(plan, values, limits)  # type: ignore[arg-type]
-        if kind == "explain":
-            return self._explain(plan, values)  # type: ignore[arg-type]
-        if kind == "copy":
-            return self._copy(stmt, plan, values, limits)  # type: ignore[arg-type]
-        return self._ddl(stmt)
+            result = self._query(plan, values, limits)  # type: ignore[arg-type]
+        elif kind == "explain":
+            result = self._explain(plan, values)  # type: ignore[arg-type]
+        elif kind == "copy":
+            result = self._copy(stmt, plan, values, limits)  # type: ignore[arg-type]
+        else:
+            result = self._ddl(stmt)
+        result.kind = kind
+        return result
 
     def _prepared(self, text: str) -> tuple[statements.Statement, QueryPlan | None]:
         with self._lock:
