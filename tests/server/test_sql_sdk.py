@@ -96,3 +96,17 @@ def test_payload_round_trip_and_null_placeholders() -> None:
     first = root.Columns(0).ColumnValue()
     assert first.LongValuesLength() == 2 and first.LongValues(1) == 0  # the null's placeholder
     assert [first.IsNullvalues(i) for i in range(2)] == [False, True]
+
+
+def test_cli_sql_against_a_server(in_process, cli, monkeypatch) -> None:
+    db, server = in_process
+    db.create_table("t", [("k", "STRING"), ("n", "INTEGER")]).put_row(("a", 1), {"v": 2.5})
+    endpoint = f"http://127.0.0.1:{server.port}"
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_ID", serving.ACCESS_KEY_ID)
+    monkeypatch.setenv("WIDETABLE_ACCESS_KEY_SECRET", serving.ACCESS_KEY_SECRET)
+    cli("sql", "CREATE TABLE t (k VARCHAR(8), n BIGINT, v DOUBLE, PRIMARY KEY(k, n))",
+        "--endpoint", endpoint)
+    out = cli("sql", "SELECT k, v FROM t", "--format", "csv", "--endpoint", endpoint).stdout
+    assert out.splitlines() == ["k,v", "a,2.5"]
+    r = cli("sql", "SELECT * FROM t", "--timeout", "1", "--endpoint", endpoint, code=1)
+    assert "apply to a store" in r.stderr

@@ -33,11 +33,17 @@ class SqlFormat(str, enum.Enum):
 
 
 def _sql_of(target: Any):
-    run = getattr(target, "sql", None)
-    if run is None:
-        raise CliError("SQL through --endpoint needs the server's SQLQuery, which it does not "
-                       "serve yet; run against the store with --data")
-    return run
+    """``db.sql`` of the store, or ``connect(...).sql`` (SQLQuery) of the server."""
+    is_remote = not hasattr(target, "compact")
+    if not is_remote:
+        return target.sql
+
+    def remote(statement: str, **options: Any):
+        if options:
+            raise CliError("--max-scan-rows and --timeout apply to a store (--data); a server "
+                           "runs SQL with its own limits")
+        return target.sql(statement)
+    return remote
 
 
 def print_result(result: Any, fmt: SqlFormat, output: str | None) -> None:
@@ -48,7 +54,9 @@ def print_result(result: Any, fmt: SqlFormat, output: str | None) -> None:
         import pyarrow.parquet as pq
         writer = None
         count = 0
-        for batch in result.batches():
+        batches = result.batches() if hasattr(result, "batches") else \
+            result.to_arrow().to_batches()
+        for batch in batches:
             if writer is None:
                 writer = pq.ParquetWriter(output, batch.schema)
             writer.write_batch(batch)
@@ -117,6 +125,8 @@ def sql(
         options["max_scan_rows"] = max_scan_rows
     if timeout is not None:
         options["timeout"] = timeout
+    if fmt is SqlFormat.parquet and not output:
+        raise CliError("--format parquet needs --output FILE")
     with open_target(ctx, data, endpoint) as target:
         run = _sql_of(target)
         if statement is not None:

@@ -68,6 +68,14 @@ def _guard(batches: Iterator, budget: Budget) -> Iterator:
         raise
 
 
+def _interrupt(cursor) -> None:
+    """The statement's timer: interrupt its cursor (already closed: nothing to stop)."""
+    try:
+        cursor.interrupt()
+    except duckdb.Error:
+        pass
+
+
 class Running:
     """A statement DuckDB is running: ``reader`` streams its answer."""
 
@@ -122,6 +130,7 @@ class Duck:
         # ahead of the answer less, so a LIMIT it satisfies stops the scans sooner.
         self._db = duckdb.connect(":memory:", config={"threads": threads})
         self._lock = threading.Lock()
+        self._running: weakref.WeakSet = weakref.WeakSet()
 
     def run(self, sql: str, params: list, sources: list[tuple[str, pa.Schema, Iterator]],
             budget: Budget, batch_rows: int = 8192) -> Running:
@@ -134,7 +143,7 @@ class Duck:
                 cursor.register(name, pa.RecordBatchReader.from_batches(
                     schema, _guard(batches, budget)))
             if budget.timeout is not None:
-                timer = threading.Timer(budget.timeout, cursor.interrupt)
+                timer = threading.Timer(budget.timeout, _interrupt, (cursor,))
                 timer.daemon = True
                 timer.start()
             result = cursor.execute(sql, params or None)
@@ -145,7 +154,9 @@ class Duck:
             budget.stop.set()
             cursor.close()
             raise translate(exc, budget) from None
-        return Running(cursor, reader, budget, timer)
+        running = Running(cursor, reader, budget, timer)
+        self._running.add(running)
+        return running
 
     def copy(self, sql: str, params: list, sources: list, budget: Budget, path: str,
              fmt: str) -> int:
@@ -178,4 +189,7 @@ class Duck:
         return int(next(iter(flat[0].values()))) if flat else 0
 
     def close(self) -> None:
+        """Close the database, first winding down every statement still open."""
+        for running in list(self._running):
+            running.close()
         self._db.close()
