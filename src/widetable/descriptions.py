@@ -29,7 +29,11 @@ def check_flag(value: object, what: str, optional: bool = False) -> None:
 
 @dataclass(frozen=True, slots=True)
 class IndexDescription:
-    """One index as ``describe_table`` lists it. ``lag_ms`` is None for a local index."""
+    """One index as ``describe_table`` lists it. ``lag_ms`` is None for a local index.
+
+    ``primary_key`` is the key as declared; ``base_key``, the base table's key columns
+    the index appends after it (so each entry is unique): the index's rows are keyed by
+    ``primary_key + base_key``."""
 
     name: str
     index_type: str
@@ -37,6 +41,7 @@ class IndexDescription:
     defined_columns: tuple[str, ...]
     lag_ms: int | None
     behind_retention: bool = False  # a global index whose unapplied records outlived retention
+    base_key: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

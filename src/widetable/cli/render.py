@@ -168,14 +168,15 @@ def history_table(desc: TableDescription, limit: int = 10) -> RichTable:
 def indexes_table(desc: TableDescription) -> RichTable:
     """Secondary indexes with their key and, for global ones, the lag."""
     table = RichTable(title="indexes", title_justify="left")
-    for name in ("name", "type", "primary key", "defined columns", "lag"):
+    for name in ("name", "type", "primary key", "then the table's key", "defined columns", "lag"):
         table.add_column(name)
     for ix in desc.indexes:
         lag = "-" if ix.lag_ms is None else f"{ix.lag_ms} ms"
         if ix.behind_retention:
             lag += " [red](behind retention)[/red]"
         table.add_row(
-            ix.name, ix.index_type, ", ".join(ix.primary_key), ", ".join(ix.defined_columns), lag
+            ix.name, ix.index_type, ", ".join(ix.primary_key), ", ".join(ix.base_key) or "-",
+            ", ".join(ix.defined_columns), lag
         )
     return table
 

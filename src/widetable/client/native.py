@@ -170,7 +170,8 @@ def _description_answer(data: bytes | memoryview) -> object:
             PartitionEvent(**{**e, "parents": tuple(e["parents"]), "children": tuple(e["children"])})
             for e in d["split_history"]]
         d["indexes"] = [IndexDescription(**{**i, "primary_key": tuple(i["primary_key"]),
-                                            "defined_columns": tuple(i["defined_columns"])})
+                                            "defined_columns": tuple(i["defined_columns"]),
+                                            "base_key": tuple(i.get("base_key", ()))})
                         for i in d["indexes"]]
         return 0, TableDescription(**d)
     except (TypeError, KeyError, AttributeError) as exc:

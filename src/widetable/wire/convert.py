@@ -164,8 +164,17 @@ def key_values(table, items: list[tuple[str, object]], what: str = "primary key"
     names = table._names
     if len(items) == len(names) and all(n == m for (n, _), m in zip(items, names)):
         return tuple(v for _, v in items)
-    got = [n for n, _ in items]
-    raise _invalid_pk(f"{what} names columns {got}; table {table.name!r} has {list(names)}")
+    raise _invalid_pk(pk_name_mismatch([n for n, _ in items], names, table.name, what))
+
+
+def pk_name_mismatch(got: list, names: tuple[str, ...], table: str, what: str) -> str:
+    """The service's OTSInvalidPK message for a key whose column names are not the
+    table's, in order ("Validate PK name fail. Input: PK2, Meta: PK1."), then ours."""
+    detail = f"the {what} names {got}; table {table!r} has {list(names)}"
+    for g, n in zip(got, names):
+        if g != n:
+            return f"Validate PK name fail. Input: {g}, Meta: {n}. ({detail})"
+    return f"Primary key schema mismatch. ({detail})"
 
 
 def _invalid_pk(message: str):

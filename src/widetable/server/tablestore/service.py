@@ -46,7 +46,7 @@ from ..core import dispatch, health
 from ..core.auth import KeyStore, Verified
 from ..core.connection import Upgrade
 from ..core.dispatch import Dispatcher
-from . import batch, rows, streams, tables, txn
+from . import batch, rows, search_list, streams, tables, txn
 from .http import BadRequest, Connection, Request
 
 log = logging.getLogger("widetable.server")
@@ -75,15 +75,18 @@ HANDLERS: dict[str, Callable] = {
     "DescribeStream": streams.describe_stream,
     "GetShardIterator": streams.get_shard_iterator,
     "GetStreamRecord": streams.get_stream_record,
+    "ListSearchIndex": search_list.list_search_index,
 }
-_REQUEST_CLASSES: dict[str, Any] = {api: message(f"{api}Request") for api in HANDLERS}
+_OWN_CLASSES = {"ListSearchIndex": search_list.ListSearchIndexRequest}  # not in the vendored protos
+_REQUEST_CLASSES: dict[str, Any] = {
+    api: _OWN_CLASSES.get(api) or message(f"{api}Request") for api in HANDLERS}
 UPGRADE = object()  # what decode() gives for an upgrade to another protocol
 
 # APIs of the service that widetable does not serve yet: a clear error, not a 404.
 LATER = {
     "Search": "search indexes", "ParallelScan": "search indexes",
     "ComputeSplits": "search indexes (use ComputeSplitPointsBySize for tables)",
-    "ListSearchIndex": "search indexes", "CreateSearchIndex": "search indexes",
+    "CreateSearchIndex": "search indexes",
     "UpdateSearchIndex": "search indexes", "DeleteSearchIndex": "search indexes",
     "DescribeSearchIndex": "search indexes", "SQLQuery": "SQL",
 }
