@@ -44,13 +44,14 @@ def test_prefixes_are_drawn_in_sort_order() -> None:
     assert drawn == [
         (0x01, "catalog"), (0x02, "counters"), (0x03, "partitions"), (0x04, "statistics"),
         (0x05, "auto-increment"), (0x06, "change log"), (0x07, "checkpoints"),
-        (0x08, "index refs"), (0x0A, "search indexes"), (0x10, "table rows"),
+        (0x08, "index refs"), (0x0A, "search indexes"), (0x0B, "SQL mapping tables"),
+        (0x10, "table rows"),
     ]
     assert [b for b, _ in drawn] == sorted(b for b, _ in drawn)
     assert [bytes([b]) for b, _ in drawn] == [
         layout.CATALOG, layout.COUNTERS, layout.PARTITIONS, layout.STATS,
         layout.AUTO_INCREMENT, layout.CHANGE_LOG, layout.CHECKPOINTS, layout.INDEX_REFS,
-        layout.SEARCH_INDEXES, layout.ROWS,
+        layout.SEARCH_INDEXES, layout.SQL_MAPPINGS, layout.ROWS,
     ]
 
 
@@ -146,6 +147,7 @@ PRETTY_GOLDEN: list[tuple[bytes, str]] = [
     (layout.change_log_key(7, 2, 42), "/ChangeLog/7/2/42"),
     (layout.checkpoint_key(9, 2), "/Checkpoint/9/2"),
     (layout.index_ref_key(9, encode_tuple(("u1", 42))), '/IndexRef/9/"u1"/42'),
+    (layout.sql_mapping_key("orders"), "/SQLMapping/'orders'"),
     # Unassigned and reserved prefixes.
     (b"\x00", "/Raw/00"),
     (b"\x03abc", "/Raw/03616263"),

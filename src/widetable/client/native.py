@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from .. import errors as errs
-from ..descriptions import IndexDescription, TableDescription
+from ..descriptions import IndexDescription, LoopState, TableDescription
 from ..errors import NotSupported, WidetableError
 from ..partition.manager import PartitionInfo
 from ..partition.meta import PartitionEvent
@@ -173,6 +173,7 @@ def _description_answer(data: bytes | memoryview) -> object:
                                             "defined_columns": tuple(i["defined_columns"]),
                                             "base_key": tuple(i.get("base_key", ()))})
                         for i in d["indexes"]]
+        d["background"] = [LoopState(**b) for b in d.get("background", ())]
         return 0, TableDescription(**d)
     except (TypeError, KeyError, AttributeError) as exc:
         raise _Protocol(f"a table description of another shape: {exc}") from None

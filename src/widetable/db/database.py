@@ -9,11 +9,15 @@ one :class:`~widetable.context.StoreContext`, made here.
 
 from __future__ import annotations
 
+import atexit
+import dataclasses
+import logging
 import math
 import threading
 from collections.abc import Callable
 
 from ..context import StoreContext
+from ..descriptions import LoopState
 from ..errors import ParameterInvalid, describe
 from ..index.manager import IndexManager
 from ..index.verify import IndexReport
@@ -35,6 +39,25 @@ from .catalog import Catalog, TableDescription, TableIds
 from .search import SearchFacade
 
 ROW_LOCK_STRIPES = DEFAULT_STRIPES  # enough for a GIL-bound process; a 200-row batch takes ~140
+
+log = logging.getLogger("widetable")
+# Stores open in this process, closed at exit if their owner did not (see Database.close).
+# Held strongly: a store whose Database object is gone still runs its threads (they hold
+# the store context), and they too must stop before the interpreter does.
+_OPEN: set[Database] = set()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    """At interpreter exit, before modules and rocksdict go: close every store left open.
+
+    Runs after non-daemon threads have ended and while daemon ones still run, so the
+    background threads are stopped and joined while they can still finish their call."""
+    for db in list(_OPEN):  # a copy: close() discards itself
+        try:
+            db.close()
+        except Exception:  # noqa: BLE001 - at exit: report, and close the others
+            log.exception("widetable: closing a store left open at exit failed")
 
 
 class Database(SearchFacade):
@@ -69,7 +92,10 @@ class Database(SearchFacade):
         self._search = SearchManager(engine, search_root(ctx.path), self._catalog.base_table,
                                      ctx.ids.take, LogSource(engine, self._indexes))
         self._search.open(self._tables)
+        self._sql = None  # widetable.sql.SQLSession, made on the first db.sql call
+        self._sql_lock = threading.Lock()
         self._background.start()
+        _OPEN.add(self)
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -91,7 +117,13 @@ class Database(SearchFacade):
         return bool(self._txn_locks)
 
     def close(self) -> None:
-        """Stop background work and close the engine. Idempotent."""
+        """Stop background work and close the engine. Idempotent.
+
+        A store still open when the interpreter exits is closed then (``atexit``):
+        its threads are stopped and joined before the engine goes, so an exit
+        without ``close()`` never kills a thread inside RocksDB (which aborted the
+        process, SIGABRT)."""
+        _OPEN.discard(self)
         if self._ctx.closed:
             return
         self._background.signal_stop()
@@ -99,6 +131,8 @@ class Database(SearchFacade):
         self._txns.close()
         self._indexes.close()
         self._background.join(timeout=10)
+        if self._sql is not None:
+            self._sql.close()
         with self._ddl_lock:
             self._partitions.flush()
             self._ctx.closed = True
@@ -164,7 +198,15 @@ class Database(SearchFacade):
         return sorted(self._tables)
 
     def describe_table(self, name: str) -> TableDescription:
-        return self._catalog.describe_table(name)
+        """The table's schema, options, partitions, indexes (lag, applier errors, rows too
+        long to index) and the store's background loops (``background_state``)."""
+        return dataclasses.replace(self._catalog.describe_table(name), background=self.background_state())
+
+    def background_state(self) -> list[LoopState]:
+        """How each background loop is doing: purge, maintenance and the index applier
+        (ok, or the last error, when and how often; see ``widetable.health``)."""
+        self._check_open()
+        return [*self._background.states(), self._indexer.health.state()]
 
     def update_table(
         self,
@@ -362,6 +404,23 @@ class Database(SearchFacade):
         return partition_scan.parallel_scan(
             table, self._partitions.partitions(table), workers, ordered, **read_options
         )
+
+    # -- SQL ------------------------------------------------------------------------
+
+    def sql(self, statement: str, params: list | None = None, **options: object):
+        """Run one SQL statement (Tablestore's dialect; ``widetable.sql``) and return its
+        ``SQLResult``: ``columns`` (names and SQL types), ``rows``, iteration (streamed),
+        ``to_arrow()``, ``to_pandas()``. ``params`` bind the statement's ``?`` in order.
+        ``options``: ``max_scan_rows`` (100,000), ``max_scan_bytes`` (128 MB) and
+        ``timeout`` (30 s), each None for no limit. Queries see mapping tables
+        (``CREATE TABLE t (..., PRIMARY KEY(...))`` maps data table ``t``)."""
+        self._check_open()
+        if self._sql is None:
+            with self._sql_lock:
+                if self._sql is None:
+                    from ..sql import SQLSession
+                    self._sql = SQLSession(self._ctx)
+        return self._sql.execute(statement, params, **options)  # type: ignore[arg-type]
 
     # -- garbage collection -----------------------------------------------------
 

@@ -8,6 +8,8 @@ and runs the global-index applier (:mod:`.global_`).
 
 from __future__ import annotations
 
+import threading
+
 import logging
 import time
 from dataclasses import replace
@@ -21,7 +23,7 @@ from ..stream.feed import TableFeed
 from ..table.schema import GLOBAL, LOCAL, IndexSpec
 from ..table.values import now_ms
 from .backfill import backfill
-from .global_ import GlobalIndex, Indexer
+from .global_ import GlobalIndex, Indexer, too_long_key
 from .schema import IndexCodec, check_index
 from .verify import IndexReport, verify
 from .view import IndexTable
@@ -50,6 +52,7 @@ class IndexManager:
         self.views: dict[str, IndexTable] = {}
         self.globals: dict[str, GlobalIndex] = {}
         self.indexer = Indexer(ctx, self._trim_if_open)
+        self.trim_lock = threading.Lock()  # held by trim, and by drops (see trim)
         # Other consumers of change logs (search indexes): table id -> {name: checkpoint(shard)}.
         # A table with one logs; trimming keeps what each has not applied.
         self.consumers: dict[int, dict] = {}
@@ -222,6 +225,7 @@ class IndexManager:
         batch.delete_range(*layout.table_range(spec.table_id))
         batch.delete_range(*layout.checkpoint_range(spec.table_id))
         batch.delete_range(*layout.index_ref_range(spec.table_id))
+        batch.delete(too_long_key(spec.table_id))
         self.partitions.drop_table(spec.table_id, batch)
 
     def view(self, table: Table, name: str) -> IndexTable:
@@ -236,15 +240,20 @@ class IndexManager:
         for spec in table.schema.indexes:
             lag = behind = None
             gi = self.globals.get(spec.name)
-            if gi is not None:
-                oldest = self.indexer.oldest_unapplied(gi)
-                now = now_ms()
-                lag = 0 if oldest is None else max(now - oldest, 0)
-                behind = oldest is not None and now - oldest > retention_ms
             declared = spec.declared_key(table.schema.pk_names)
+            appended = spec.primary_key[len(declared):]
+            if gi is None:
+                out.append(IndexDescription(spec.name, spec.index_type, declared,
+                                            spec.defined_columns, lag, False, base_key=appended))
+                continue
+            oldest = self.indexer.oldest_unapplied(gi)
+            now = now_ms()
+            lag = 0 if oldest is None else max(now - oldest, 0)
+            behind = oldest is not None and now - oldest > retention_ms
+            h = gi.health
             out.append(IndexDescription(spec.name, spec.index_type, declared,
-                                        spec.defined_columns, lag, bool(behind),
-                                        spec.primary_key[len(declared):]))
+                                        spec.defined_columns, lag, bool(behind), h.error,
+                                        h.error_at, h.errors, gi.too_long, base_key=appended))
         return out
 
     def verify(self, table: Table, name: str, limit: int = 1000) -> IndexReport:
@@ -254,7 +263,14 @@ class IndexManager:
     # -- retention -------------------------------------------------------------------
 
     def trim(self) -> int:
-        """Drop change records past their table's retention that every index has applied."""
+        """Drop change records past their table's retention that every index has applied.
+
+        Under ``trim_lock``: a drop holds it while it deletes a table's keys, so a trim
+        never writes a trim mark or seq counter under an id whose keys are gone."""
+        with self.trim_lock:
+            return self._trim_locked()
+
+    def _trim_locked(self) -> int:
         dropped = 0
         now = now_ms()
         for table in list(self.tables.values()):

@@ -107,11 +107,11 @@ class SearchManager:
         live = replace(meta, pending=None)
         state = IndexState(live, table, self.root, self.source)
         self.states[(meta.table, meta.name)] = state
-        self.source.attach(table, _consumer(meta), state.checkpoint)
+        self.source.attach(table, _consumer(meta), state.committed_checkpoint)
         if meta.pending is not None:
             b = IndexState(meta.pending, table, self.root, self.source)
             self.building[(meta.table, meta.name)] = b
-            self.source.attach(table, _consumer(meta.pending), b.checkpoint)
+            self.source.attach(table, _consumer(meta.pending), b.committed_checkpoint)
 
     def _start(self) -> None:
         if self._thread is None and self.states:
@@ -218,13 +218,16 @@ class SearchManager:
             stored = replace(meta, pending=new_pending)
             self.engine.put(keys.search_index_key(table.schema.table_id, name), stored.to_json())
             with st.lock:
+                raised = meta.ttl == -1 and st.meta.ttl != -1 or 0 < st.meta.ttl < meta.ttl
                 st.meta = meta
+                if raised:  # documents the old TTL dropped come back: sync every row again
+                    st.phase, st.next, st.dirty = "FULL", None, True
             if pending is not None and new_pending is not None:
                 pending.meta = new_pending
             if add is not None:
                 b = IndexState(new_pending, table, self.root, self.source)  # type: ignore[arg-type]
                 self.building[(table.name, name)] = b
-                self.source.attach(table, _consumer(new_pending), b.checkpoint)  # type: ignore[arg-type]
+                self.source.attach(table, _consumer(new_pending), b.committed_checkpoint)  # type: ignore[arg-type]
                 self._wake.set()
             return stored
 
@@ -366,8 +369,13 @@ class SearchManager:
         checked = 0
         lo, hi = full_range(len(st.pk_names), False)
         for row in table.scan(lo, hi):
-            checked += 1
             pk = tuple(row.primary_key)
+            stamps = row._stamps
+            ts = stamps if type(stamps) is int else max(stamps.values(), default=0)
+            if since is not None and ts < since:  # past the index's TTL: expected absent
+                found.pop(pk, None)
+                continue
+            checked += 1
             try:
                 expect = row_values(st.meta, st.pk_names, pk, row.columns)
             except Rejected:

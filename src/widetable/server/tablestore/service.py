@@ -1,11 +1,16 @@
 """The Tablestore service behind each connection: request checks, dispatch, signed answers.
 
-Every API is ``POST /<ApiName>`` with a protobuf body. A request is checked
+Every API is ``POST /<ApiName>`` with a protobuf body (and ``GET /health`` is
+answered unsigned, ``core/health.py``). A request is checked
 in this order, and the first failure answers it without touching the store:
 framing (``http.py``: request line, headers, ``Content-Length`` at most 5 MB);
 method; identity, instance, date (within 15 minutes) and signature (403
-``OTSAuthFailed``); the body's MD5 (``x-ots-contentmd5``); the API name; the
-protobuf and PlainBuffer (400 ``OTSParameterInvalid``). Then the library runs
+``OTSAuthFailed``); the body's MD5 (``x-ots-contentmd5``); a read-only key's
+write or DDL (403 ``OTSNoPermissionAccess``); the API name; the protobuf and
+PlainBuffer (400 ``OTSParameterInvalid``). A request whose body is still on its
+way is checked up to its signature from its head alone (``admit``), before a
+byte of the body is read (the signature covers the body's MD5); a 500 names a
+request id and no more (the log has the rest). Then the library runs
 it; a :class:`~widetable.WidetableError` becomes its code's status and an
 ``Error`` body. Every answer carries ``x-ots-contentmd5``, ``x-ots-requestid``,
 ``x-ots-date``, ``x-ots-contenttype``, and, once the caller is known,
@@ -46,7 +51,7 @@ from ..core import dispatch, health
 from ..core.auth import KeyStore, Verified
 from ..core.connection import Upgrade
 from ..core.dispatch import Dispatcher
-from . import batch, rows, search_list, streams, tables, txn
+from . import batch, rows, search, streams, tables, txn
 from .http import BadRequest, Connection, Request
 
 log = logging.getLogger("widetable.server")
@@ -75,21 +80,20 @@ HANDLERS: dict[str, Callable] = {
     "DescribeStream": streams.describe_stream,
     "GetShardIterator": streams.get_shard_iterator,
     "GetStreamRecord": streams.get_stream_record,
-    "ListSearchIndex": search_list.list_search_index,
+    "CreateSearchIndex": search.create_search_index,
+    "DescribeSearchIndex": search.describe_search_index,
+    "ListSearchIndex": search.list_search_index,
+    "UpdateSearchIndex": search.update_search_index,
+    "DeleteSearchIndex": search.delete_search_index,
+    "Search": search.search,
+    "ComputeSplits": search.compute_splits,
+    "ParallelScan": search.parallel_scan,
 }
-_OWN_CLASSES = {"ListSearchIndex": search_list.ListSearchIndexRequest}  # not in the vendored protos
-_REQUEST_CLASSES: dict[str, Any] = {
-    api: _OWN_CLASSES.get(api) or message(f"{api}Request") for api in HANDLERS}
+_REQUEST_CLASSES: dict[str, Any] = {api: message(f"{api}Request") for api in HANDLERS}
 UPGRADE = object()  # what decode() gives for an upgrade to another protocol
 
 # APIs of the service that widetable does not serve yet: a clear error, not a 404.
-LATER = {
-    "Search": "search indexes", "ParallelScan": "search indexes",
-    "ComputeSplits": "search indexes (use ComputeSplitPointsBySize for tables)",
-    "CreateSearchIndex": "search indexes",
-    "UpdateSearchIndex": "search indexes", "DeleteSearchIndex": "search indexes",
-    "DescribeSearchIndex": "search indexes", "SQLQuery": "SQL",
-}
+LATER = {"SQLQuery": "SQL"}
 
 # Each API's kind of call, for the server's rule of where it runs (``core/dispatch.py``).
 KINDS: dict[str, int] = dict.fromkeys(HANDLERS, dispatch.INLINE)
@@ -98,6 +102,9 @@ KINDS.update(dict.fromkeys((
     # GetStreamRecord scans the change log (up to 1000 records) and, on a closed shard,
     # first waits for writes still on their way into it; DescribeStream walks the history
     "ListStream", "DescribeStream", "GetShardIterator", "GetStreamRecord",
+    # search-index calls read tantivy shards and the base table, or run DDL
+    "CreateSearchIndex", "DescribeSearchIndex", "ListSearchIndex", "UpdateSearchIndex",
+    "DeleteSearchIndex", "Search", "ComputeSplits", "ParallelScan",
 ), dispatch.POOLED))
 KINDS.update(dict.fromkeys((  # these may hold row locks while they run
     "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
@@ -111,6 +118,7 @@ WRITES = frozenset({
     "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
     "PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow",
     "StartLocalTransaction", "CommitTransaction",
+    "CreateSearchIndex", "UpdateSearchIndex", "DeleteSearchIndex",
 })
 HEALTH_PATH = health.PATH
 
