@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 import struct
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import msgpack
 from google.protobuf.message import DecodeError, Message
@@ -42,6 +43,9 @@ DDL = frozenset({"CreateTable", "DeleteTable", "UpdateTable", "CreateIndex", "Dr
 WRITE_APIS = frozenset({"PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow", "CommitTransaction",
                         *DDL})
 NATIVE_WRITES = frozenset({3, 4, 5, 7})  # PUT_ROW, UPDATE_ROW, DELETE_ROW, BATCH_WRITE_ROW
+# What a read-only key must never get done: writes, and changes to the catalog.
+REFUSED_TO_READERS = frozenset({"PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow", *DDL,
+                                "CreateSearchIndex", "UpdateSearchIndex", "DeleteSearchIndex"})
 
 
 @dataclass(slots=True)
@@ -55,6 +59,10 @@ class Case:
     half_close: bool = False  # shut the sending side after the bytes (an input cut short)
     fresh: bool = False  # on a connection of its own (framing that poisons a connection)
     frame: bytes | None = None  # native: the MessagePack as sent
+    parts: list[Case] | None = None  # pipelined: the requests in ``data``, one answer each
+    upgrade: bytes = b""  # native: an upgrade request sent before ``data``, in one write
+    abort: bool = False  # reset the connection right after sending, without reading
+    reader: bool = False  # signed (or upgraded) with the read-only key
 
 
 def _pb_class(api: str):
@@ -136,7 +144,7 @@ def _names(api: str | None) -> list[str]:
 def _scalar(rng: random.Random, fd, api: str | None) -> object:
     t = fd.type
     if t == fd.TYPE_STRING:
-        return rng.choice(_names(api) + ["k", "s", "i", "\u202e", "x" * 70000])
+        return rng.choice(_names(api) + ["k", "s", "i", "\u202e", "x" * 70000, *REGEXES])
     if t == fd.TYPE_BYTES:
         return rng.choice((b"", rng.randbytes(rng.randint(1, 40)), b"\x75\0\0\0", b"\x75\0\0\0\x01"))
     if t == fd.TYPE_BOOL:
@@ -204,6 +212,15 @@ def mutate_message(rng: random.Random, msg: Message, api: str | None, depth: int
         return
     if rng.random() < 0.2:
         msg.ClearField(name)
+    elif fd.type == fd.TYPE_BYTES and _nested_class(msg, name) and rng.random() < 0.8:
+        inner = _nested_class(msg, name)()
+        try:
+            inner.MergeFromString(getattr(msg, name))
+        except DecodeError:
+            pass
+        if depth < 8:
+            mutate_message(rng, inner, api, depth + 1)
+        setattr(msg, name, inner.SerializePartialToString())
     elif fd.type == fd.TYPE_BYTES and name in FILTER_FIELDS and rng.random() < 0.8:
         setattr(msg, name, mutate_filter(rng, getattr(msg, name) or base_filter(rng), depth + 1))
     elif fd.type == fd.TYPE_BYTES and msg.HasField(name) and rng.random() < 0.7:
@@ -212,9 +229,50 @@ def mutate_message(rng: random.Random, msg: Message, api: str | None, depth: int
         setattr(msg, name, _scalar(rng, fd, api))
 
 
+# -- messages inside bytes fields (search queries) -----------------------------------------
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _by_type(enum: str, name_of) -> object:
+    def pick(msg: Message):
+        from tablestore.protobuf import search_pb2
+
+        try:
+            label = getattr(search_pb2, enum).Name(msg.type)
+        except ValueError:
+            return None
+        return getattr(search_pb2, name_of(label), None)
+    return pick
+
+
+_NESTED = {  # (message, bytes field) -> the message class its bytes hold, from the message
+    ("SearchRequest", "search_query"): lambda msg: _search_class("SearchQuery"),
+    ("ParallelScanRequest", "scan_query"): lambda msg: _search_class("ScanQuery"),
+    ("Query", "query"): _by_type("QueryType", _camel),
+    ("Aggregation", "body"): _by_type("AggregationType",
+                                      lambda n: _camel(n[4:]) + "Aggregation"),  # AGG_AVG
+    ("GroupBy", "body"): _by_type("GroupByType", _camel),  # GROUP_BY_FIELD -> GroupByField
+}
+
+
+def _search_class(name: str):
+    from tablestore.protobuf import search_pb2
+
+    return getattr(search_pb2, name)
+
+
+def _nested_class(msg: Message, name: str):
+    pick = _NESTED.get((msg.DESCRIPTOR.name, name))
+    return None if pick is None else pick(msg)
+
+
 # -- filters and conditions ----------------------------------------------------------------
 
 FILTER_FIELDS = frozenset({"filter", "column_condition"})
+REGEXES = ("v(\\d+)", "(.*)", "", "(", "[a-", "(a+)+$", "(?P<x>\\w)", "\\", "x" * 1025,
+           "(\\d+)" * 50, "\u00e9(.)", "(?i)V(\\d)")
 
 
 def _filter_pb():
@@ -232,6 +290,9 @@ def base_filter(rng: random.Random) -> bytes:
         comparator=rng.choice((1, 2, 3, 4, 5, 6)), column_name=rng.choice(("i", "s", "v", "x")),
         column_value=bytes(PlainBufferBuilder.serialize_column_value(rng.choice((1, "v1", 2.5)))),
         filter_if_missing=rng.random() < 0.5, latest_version_only=True)
+    if rng.random() < 0.2:  # a regex value-transfer rule (SingleColumnValueRegexFilter)
+        single.value_trans_rule.regex = rng.choice(REGEXES)
+        single.value_trans_rule.cast_type = rng.choice((0, 1, 3, 6, 7))
     out = f.Filter(type=1, filter=single.SerializeToString())
     if rng.random() < 0.4:
         both = f.CompositeColumnValueFilter(combinator=rng.choice((1, 2, 3)))
@@ -385,11 +446,15 @@ class HttpMutator:
 
     KINDS = ("body_bytes", "body_random", "proto", "plainbuffer", "plainbuffer_reject", "truncated",
              "wrong_api", "headers", "unsigned", "bad_signature", "bad_md5", "framing",
-             "oversized", "upgrade")
-    WEIGHTS = (12, 4, 20, 16, 8, 5, 4, 6, 4, 3, 3, 8, 1, 3)
+             "oversized", "upgrade", "pipelined", "abort")
+    WEIGHTS = (12, 4, 20, 16, 8, 5, 4, 6, 4, 3, 3, 8, 1, 3, 4, 2)
+    POOLED = frozenset({"BatchWriteRow", "BatchGetRow", "GetRange", "CreateTable", "DeleteTable",
+                        "StartLocalTransaction", "GetStreamRecord"})  # may run on the pool
+    PIPELINED = ("body_bytes", "proto", "plainbuffer", "plainbuffer_reject", "unsigned", "bad_md5")
 
-    def __init__(self, account: wire.Account, seeds: list[HttpSeed]) -> None:
-        self.account = account
+    def __init__(self, account: wire.Account, seeds: list[HttpSeed],
+                 reader: wire.Account | None = None) -> None:
+        self.account, self.reader = account, reader
         self.seeds = seeds + generated_seeds()
         self.bodies = [s.body for s in self.seeds]
         self.with_rows = [s for s in self.seeds if _has_plainbuffer(s)]
@@ -404,11 +469,14 @@ class HttpMutator:
 
     def _signed(self, kind: str, api: str, body: bytes, must_reject: bool = False,
                 extra: dict | None = None, path: str | None = None) -> Case:
-        headers = wire.ots_headers(self.account, api, body)
-        headers = wire.sign(self.account, api, headers, v4=self._v4 and self._rng.random() < 0.3)
+        reader = self.reader is not None and self._rng.random() < 0.1
+        account = self.reader if reader else self.account
+        headers = wire.ots_headers(account, api, body)
+        headers = wire.sign(account, api, headers, v4=self._v4 and self._rng.random() < 0.3)
         headers.update(extra or {})
         data = wire.http_request(path or "/" + api, headers, body)
-        return Case("http", kind, data, must_reject, api=api, body=body)
+        must_reject = must_reject or (reader and api in REFUSED_TO_READERS)
+        return Case("http", kind, data, must_reject, api=api, body=body, reader=reader)
 
     def _body_bytes(self, rng, seed):
         return self._signed("body_bytes", seed.api, mutate_bytes(rng, seed.body, self.bodies))
@@ -493,7 +561,9 @@ class HttpMutator:
                     True, api=seed.api, body=seed.body)
 
     def _bad_md5(self, rng, seed):
-        body = mutate_bytes(rng, seed.body) + b"\0"
+        body = mutate_bytes(rng, seed.body)
+        while body == seed.body:  # a mutation may undo itself (cut a last 0 byte, add it back)
+            body += b"\0"
         headers = wire.sign(self.account, seed.api, wire.ots_headers(self.account, seed.api, seed.body))
         return Case("http", "bad_md5", wire.http_request("/" + seed.api, headers, body), True,
                     api=seed.api, body=body)
@@ -560,6 +630,28 @@ class HttpMutator:
             headers = wire.sign(self.account, api, headers)
         data = wire.http_request("/" + api, {**extra, **headers}, body)
         return Case("http", "upgrade", data, False, api=api, body=body, fresh=True)
+
+
+    def _pipelined_part(self, rng: random.Random) -> Case:
+        kind = rng.choice(self.PIPELINED)
+        seed = rng.choice(self.with_rows if kind.startswith("plainbuffer") else self.seeds)
+        return getattr(self, "_" + kind)(rng, seed)
+
+    def _pipelined(self, rng, seed):
+        """Two or three requests in one write on a kept connection, answered in order."""
+        parts = [self._pipelined_part(rng) for _ in range(rng.randint(2, 3))]
+        return Case("http", "pipelined", b"".join(p.data for p in parts),
+                    any(p.must_reject for p in parts), parts=parts)
+
+
+    def _abort(self, rng, seed):
+        """A request that may run on the worker pool, the connection reset before it is
+        answered: the answer then goes to a connection that is gone."""
+        seed = rng.choice([s for s in self.seeds if s.api in self.POOLED] or self.seeds)
+        body = seed.body if rng.random() < 0.5 else mutate_proto(rng, seed.api, seed.body)
+        case = self._signed("abort", seed.api, body)
+        case.abort = case.fresh = True
+        return case
 
 
 def _has_plainbuffer(seed: HttpSeed) -> bool:
@@ -681,14 +773,20 @@ def _deep(n: int) -> bytes:
     return b"\x91" * n + b"\xc0"
 
 
+FILTER_ARG = MappingProxyType({1: 6, 2: 9})  # op -> its filter's index (GET_ROW, GET_RANGE)
+CONDITION_ARG = MappingProxyType({3: 4, 4: 7, 5: 3})  # op -> its condition's (PUT, UPDATE, DELETE)
+
+
 class NativeMutator:
     """Cases of widetable's native protocol: frames on an upgraded connection."""
 
     KINDS = ("frame_bytes", "frame_struct", "frame_random", "frame_truncated", "frame_length",
-             "frame_oversized", "frame_deep", "frame_op", "frame_filter")
-    WEIGHTS = (20, 35, 5, 8, 8, 1, 2, 6, 12)
-    FILTER_ARG = {1: 6, 2: 9}  # op -> index of its filter (GET_ROW, GET_RANGE)
-    CONDITION_ARG = {3: 4, 4: 7, 5: 3}  # op -> index of its condition (PUT, UPDATE, DELETE_ROW)
+             "frame_oversized", "frame_deep", "frame_op", "frame_filter", "frame_pipelined",
+             "frame_abort")
+    WEIGHTS = (20, 35, 5, 8, 8, 1, 2, 6, 12, 5, 2)
+    PIPELINED = ("frame_bytes", "frame_struct", "frame_truncated", "frame_op", "frame_filter")
+    FILTER_ARG = FILTER_ARG
+    CONDITION_ARG = CONDITION_ARG
 
     def __init__(self, seeds: list[NativeSeed]) -> None:
         self.frames = [s.frame for s in seeds]
@@ -753,6 +851,34 @@ class NativeMutator:
             tree[index] = condition(rng)
         return self._framed("frame_filter", msgpack.packb(tree))
 
+    def _frame_pipelined(self, rng, frame, tree):
+        """Two or three frames in one write, answered in order; half the time right behind
+        the upgrade request, in the same write (the server hands them over at the switch)."""
+        parts = []
+        for _ in range(rng.randint(2, 3)):
+            i = rng.randrange(len(self.frames))
+            parts.append(getattr(self, "_" + rng.choice(self.PIPELINED))(
+                rng, self.frames[i], self.trees[i]))
+        case = Case("native", "frame_pipelined", b"".join(p.data for p in parts),
+                    any(p.must_reject for p in parts), parts=parts)
+        if rng.random() < 0.5:
+            case.upgrade, case.fresh = b"upgrade", True  # the sender writes the request
+        return case
+
+    def _frame_abort(self, rng, frame, tree):
+        """Frames of calls that run on the pool (batches, stream reads, describe), the
+        connection reset before they are answered."""
+        pooled = [i for i, t in enumerate(self.trees) if t[0] in (6, 7, 9, 11, 12)]
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            i = rng.choice(pooled or range(len(self.frames)))
+            kind = rng.choice(("frame_struct", "frame_filter", "frame_op"))
+            parts.append(getattr(self, "_" + kind)(rng, self.frames[i], self.trees[i]))
+        for part in parts:
+            part.abort = True
+        return Case("native", "frame_abort", b"".join(p.data for p in parts), False,
+                    fresh=True, abort=True, parts=parts)
+
     def _frame_op(self, rng, frame, tree):
         tree = list(tree)
         tree[0] = rng.choice((0, 13, 99, -1, 2**40, "1", None, 1.0, 6, 7))
@@ -769,5 +895,20 @@ class Mix:
     counts: dict = field(default_factory=dict)
 
     def case(self, rng: random.Random) -> Case:
-        side = self.native if rng.random() < self.native_share else self.http
-        return side.case(rng)
+        if rng.random() >= self.native_share:
+            return self.http.case(rng)
+        case = self.native.case(rng)
+        if self.http.reader is not None and rng.random() < 0.1:  # on a read-only connection
+            case.reader = True
+            for part in case.parts or [case]:
+                part.reader = True
+                part.must_reject = part.must_reject or _native_write(part.frame)
+            case.must_reject = any(p.must_reject for p in case.parts or [case])
+        return case
+
+
+def _native_write(frame: bytes | None) -> bool:
+    try:
+        return msgpack.unpackb(frame, use_list=False, strict_map_key=False)[0] in NATIVE_WRITES
+    except Exception:  # noqa: BLE001 - not a call at all: refused whoever sends it
+        return False

@@ -1,11 +1,16 @@
 """The Tablestore service behind each connection: request checks, dispatch, signed answers.
 
-Every API is ``POST /<ApiName>`` with a protobuf body. A request is checked
+Every API is ``POST /<ApiName>`` with a protobuf body (and ``GET /health`` is
+answered unsigned, ``core/health.py``). A request is checked
 in this order, and the first failure answers it without touching the store:
 framing (``http.py``: request line, headers, ``Content-Length`` at most 5 MB);
 method; identity, instance, date (within 15 minutes) and signature (403
-``OTSAuthFailed``); the body's MD5 (``x-ots-contentmd5``); the API name; the
-protobuf and PlainBuffer (400 ``OTSParameterInvalid``). Then the library runs
+``OTSAuthFailed``); the body's MD5 (``x-ots-contentmd5``); a read-only key's
+write or DDL (403 ``OTSNoPermissionAccess``); the API name; the protobuf and
+PlainBuffer (400 ``OTSParameterInvalid``). A request whose body is still on its
+way is checked up to its signature from its head alone (``admit``), before a
+byte of the body is read (the signature covers the body's MD5); a 500 names a
+request id and no more (the log has the rest). Then the library runs
 it; a :class:`~widetable.WidetableError` becomes its code's status and an
 ``Error`` body. Every answer carries ``x-ots-contentmd5``, ``x-ots-requestid``,
 ``x-ots-date``, ``x-ots-contenttype``, and, once the caller is known,
@@ -46,7 +51,7 @@ from ..core import dispatch, health
 from ..core.auth import KeyStore, Verified
 from ..core.connection import Upgrade
 from ..core.dispatch import Dispatcher
-from . import batch, rows, search, streams, tables, txn
+from . import batch, rows, search, sql, streams, tables, txn
 from .http import BadRequest, Connection, Request
 
 log = logging.getLogger("widetable.server")
@@ -83,12 +88,13 @@ HANDLERS: dict[str, Callable] = {
     "Search": search.search,
     "ComputeSplits": search.compute_splits,
     "ParallelScan": search.parallel_scan,
+    "SQLQuery": sql.sql_query,
 }
 _REQUEST_CLASSES: dict[str, Any] = {api: message(f"{api}Request") for api in HANDLERS}
 UPGRADE = object()  # what decode() gives for an upgrade to another protocol
 
 # APIs of the service that widetable does not serve yet: a clear error, not a 404.
-LATER = {"SQLQuery": "SQL"}
+LATER: dict[str, str] = {}
 
 # Each API's kind of call, for the server's rule of where it runs (``core/dispatch.py``).
 KINDS: dict[str, int] = dict.fromkeys(HANDLERS, dispatch.INLINE)
@@ -100,6 +106,7 @@ KINDS.update(dict.fromkeys((
     # search-index calls read tantivy shards and the base table, or run DDL
     "CreateSearchIndex", "DescribeSearchIndex", "ListSearchIndex", "UpdateSearchIndex",
     "DeleteSearchIndex", "Search", "ComputeSplits", "ParallelScan",
+    "SQLQuery",  # plans, scans and runs DuckDB: seconds at most (its timeout)
 ), dispatch.POOLED))
 KINDS.update(dict.fromkeys((  # these may hold row locks while they run
     "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
@@ -113,6 +120,7 @@ WRITES = frozenset({
     "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
     "PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow",
     "StartLocalTransaction", "CommitTransaction",
+    "CreateSearchIndex", "UpdateSearchIndex", "DeleteSearchIndex",
 })
 HEALTH_PATH = health.PATH
 
@@ -223,6 +231,9 @@ class TablestoreService:
             return 200, response.SerializeToString(), None
         except WidetableError as exc:
             return status_of(exc.code), error_body(exc.code, wire_message(exc)), None
+        except DecodeError as exc:  # a message inside a bytes field (a search query, ...)
+            bad = WidetableError(f"malformed {api} request body: {exc}", "OTSParameterInvalid")
+            return status_of(bad.code), error_body(bad.code, wire_message(bad)), None
         except Exception:  # noqa: BLE001 - a bug: logged with its traceback, answered 500
             return self._internal_error("serving", api)
 
