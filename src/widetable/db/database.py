@@ -21,6 +21,7 @@ from ..partition import scan as partition_scan
 from ..partition.manager import PartitionManager
 from ..storage import Engine, open_engine
 from ..stream import api as stream_api
+from ..stream.consumers import ChangeLog
 from ..table.autoinc import AutoIncrementCounters
 from ..table.batch import batch_get_row, batch_write_row
 from ..table.locks import DEFAULT_STRIPES, RowLocks
@@ -57,6 +58,7 @@ class Database:
         self._autoinc = ctx.autoinc = AutoIncrementCounters(engine)
         self.path = ctx.path
         self._partitions = ctx.partitions = PartitionManager(engine, clock)
+        self._changelog = ctx.changelog = ChangeLog(ctx)  # its consumers, feeds and trimming
         self._indexes = IndexManager(ctx)  # change feeds, secondary indexes, their applier
         self._indexer = self._indexes.indexer
         self._background = Background(ctx, purge_interval, maintenance_interval)
@@ -241,24 +243,30 @@ class Database:
     def list_stream(self, table: str | None = None) -> list[stream_api.StreamInfo]:
         """The streams of every table with ``stream`` on (or of ``table``)."""
         self._check_open()
-        return stream_api.list_stream(self, table)
+        return stream_api.list_stream(self._ctx, table)
 
     def describe_stream(self, stream_id: str) -> stream_api.StreamDescription:
         """A stream's shards (partitions, current and past) with their parent and child links."""
         self._check_open()
-        return stream_api.describe_stream(self, stream_id)
+        return stream_api.describe_stream(self._ctx, stream_id)
 
     def get_shard_iterator(self, stream_id: str, shard_id: int, position: object = "TRIM_HORIZON") -> str:
         """An opaque iterator into one shard: at ``TRIM_HORIZON`` (its oldest record),
         ``LATEST`` (after its newest) or a sequence number."""
         self._check_open()
-        return stream_api.get_shard_iterator(self, stream_id, shard_id, position)
+        return stream_api.get_shard_iterator(self._ctx, stream_id, shard_id, position)
 
     def get_stream_record(self, iterator: str, limit: int = 100) -> stream_api.StreamRecords:
         """Up to ``limit`` records from ``iterator`` in commit order, and the next iterator
         (None once a closed shard is drained)."""
         self._check_open()
-        return stream_api.get_stream_record(self, iterator, limit)
+        return stream_api.get_stream_record(self._ctx, iterator, limit)
+
+    def iterator_table(self, iterator: str) -> Table | None:
+        """The table whose stream ``iterator`` reads (None: it is gone since);
+        ``OTSParameterInvalid`` if ``iterator`` is not a shard iterator."""
+        self._check_open()
+        return stream_api.iterator_table(self._ctx, iterator)
 
     # -- batches ----------------------------------------------------------------
 

@@ -42,6 +42,7 @@ PARTITION_MAP = 0  # DO NOT CHANGE: kind byte of the partition map record
 PARTITION_SAMPLES = 1  # DO NOT CHANGE: kind byte of the key-sample record
 
 MAX_TABLE_ID = 2**32 - 1
+ROW_PK_OFFSET = 5  # len(ROWS + table id): a row key's encoded primary key starts here
 
 
 def catalog_key(table_name: str) -> bytes:
@@ -90,9 +91,25 @@ def auto_increment_range(table_id: int) -> tuple[bytes, bytes]:
     return prefix, codec.prefix_end(prefix)
 
 
+def change_log_prefix(table_id: int) -> bytes:
+    """The prefix of every change record of ``table_id``."""
+    return CHANGE_LOG + table_id.to_bytes(4, "big")
+
+
 def change_log_key(table_id: int, shard: int, seq: int) -> bytes:
     """The change record ``seq`` of shard (partition id) ``shard`` of ``table_id``."""
     return CHANGE_LOG + table_id.to_bytes(4, "big") + shard.to_bytes(4, "big") + seq.to_bytes(8, "big")
+
+
+def change_log_encoder(table_id: int):
+    """``encode(shard, seq) -> change_log_key(table_id, shard, seq)``, with the table's
+    prefix made once: the write path of a logged table calls it per record."""
+    prefix = change_log_prefix(table_id)
+
+    def encode(shard: int, seq: int) -> bytes:
+        return prefix + shard.to_bytes(4, "big") + seq.to_bytes(8, "big")
+
+    return encode
 
 
 def change_log_range(table_id: int, shard: int | None = None, after: int = -1) -> tuple[bytes, bytes]:
@@ -104,10 +121,26 @@ def change_log_range(table_id: int, shard: int | None = None, after: int = -1) -
     return prefix + (after + 1).to_bytes(8, "big"), codec.prefix_end(prefix)
 
 
+def change_log_shards_from(table_id: int, shard: int) -> tuple[bytes, bytes]:
+    """Half-open range of the change records of ``table_id`` in shards ``>= shard``."""
+    prefix = CHANGE_LOG + table_id.to_bytes(4, "big")
+    return prefix + shard.to_bytes(4, "big"), codec.prefix_end(prefix)
+
+
 def decode_change_log_key(key: bytes) -> tuple[int, int, int]:
     """``(table_id, shard, seq)`` of a change-log key."""
     return (int.from_bytes(key[1:5], "big"), int.from_bytes(key[5:9], "big"),
             int.from_bytes(key[9:17], "big"))
+
+
+def change_log_seq(key: bytes) -> int:
+    """The seq of a change-log key."""
+    return int.from_bytes(key[9:17], "big")
+
+
+def change_log_shard(key: bytes) -> int:
+    """The shard of a change-log key."""
+    return int.from_bytes(key[5:9], "big")
 
 
 def checkpoint_key(consumer_id: int, shard: int) -> bytes:
@@ -120,9 +153,20 @@ def checkpoint_range(consumer_id: int) -> tuple[bytes, bytes]:
     return prefix, codec.prefix_end(prefix)
 
 
+def decode_checkpoint_key(key: bytes) -> tuple[int, int]:
+    """``(consumer_id, shard)`` of a checkpoint key."""
+    return int.from_bytes(key[1:5], "big"), int.from_bytes(key[5:9], "big")
+
+
 def index_ref_key(index_id: int, encoded_base_pk: bytes) -> bytes:
     """Where a global index records the index key it holds for one base row."""
     return INDEX_REFS + index_id.to_bytes(4, "big") + encoded_base_pk
+
+
+def index_ref_keys(index_id: int, base_row_keys: list[bytes]) -> list[bytes]:
+    """The index refs of base rows given by their row keys (``row_key``): one pass."""
+    head = INDEX_REFS + index_id.to_bytes(4, "big")
+    return [head + k[ROW_PK_OFFSET:] for k in base_row_keys]
 
 
 def index_ref_range(index_id: int) -> tuple[bytes, bytes]:
@@ -155,6 +199,11 @@ def table_prefix(table_id: int) -> bytes:
 
 def row_key(table_id: int, encoded_pk: bytes) -> bytes:
     return ROWS + table_id.to_bytes(4, "big") + encoded_pk
+
+
+def decode_row_pk(key: bytes) -> tuple:
+    """The primary-key tuple of a row key."""
+    return codec.decode_tuple(key, ROW_PK_OFFSET)
 
 
 def table_range(table_id: int) -> tuple[bytes, bytes]:
