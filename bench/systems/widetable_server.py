@@ -3,7 +3,7 @@
 ``start(root)`` runs the server on a free 127.0.0.1 port and a unix socket,
 with its store under ``root``, and connects the client over the unix socket,
 as the harness reaches PostgreSQL over its own (``postgres.py``); data calls
-travel over widetable's own protocol (``server/native.py``). Durability as the
+travel over widetable's own protocol (``wire/native.py``). Durability as the
 embedded store: a write is acknowledged once in RocksDB's WAL (survives
 ``kill -9`` of the server).
 """

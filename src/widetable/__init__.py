@@ -10,8 +10,9 @@
     t.get_row(("u1", 1))["amount"]
 """
 
-from .client import connect
-from .db import Database, TableDescription, open
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from .errors import WidetableError
 from .keys.codec import BINARY, INF_MAX, INF_MIN, INTEGER, STRING
 from .table.filters import (
@@ -26,12 +27,38 @@ from .table.filters import (
 )
 from .table.row import BatchGetResult, BatchWriteResult, RangeResult, Row, WriteResult
 from .table.schema import AUTO_INCREMENT, TableOptions
-from .table.table import Table
-from .table.transaction import LocalTransaction
+
+if TYPE_CHECKING:
+    from .client import connect
+    from .db import Database, open
+    from .descriptions import TableDescription
+    from .table.table import Table
+    from .table.transaction import LocalTransaction
 
 IGNORE = RowExistence.IGNORE
 EXPECT_EXIST = RowExistence.EXPECT_EXIST
 EXPECT_NOT_EXIST = RowExistence.EXPECT_NOT_EXIST
+
+# Loaded on first use, so that ``import widetable.client`` (a thin client) loads no
+# store: ``widetable.open`` imports the engine, ``widetable.connect`` does not.
+_LAZY = {
+    "connect": ".client",
+    "Database": ".db",
+    "open": ".db",
+    "TableDescription": ".descriptions",
+    "Table": ".table.table",
+    "LocalTransaction": ".table.transaction",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # later lookups find it at once
+    return value
+
 
 __version__ = "0.1.0"
 

@@ -21,7 +21,7 @@ INSTANCE = "widetable"
 def signed_headers(api: str, body: bytes, headers: dict | None = None, sign: bool = True,
                    secret: str = ACCESS_KEY_SECRET) -> dict[str, str]:
     """The x-ots-* headers of a request, ``headers`` laid over them, then V2-signed."""
-    from widetable.server.auth import content_md5, sign_v2
+    from widetable.wire.signing import content_md5, sign_v2
 
     h = {
         "x-ots-date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
@@ -39,7 +39,7 @@ def signed_headers(api: str, body: bytes, headers: dict | None = None, sign: boo
 def post(port: int, api: str, body: bytes, headers: dict | None = None, sign: bool = True,
          secret: str = ACCESS_KEY_SECRET):
     """POST /<api> with http.client: ``(status, Error message or None)``."""
-    from widetable.server.proto import pb
+    from widetable.wire.proto import pb
 
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:

@@ -20,9 +20,10 @@ from widetable.cli import serve as cli_serve
 from widetable.client import native as client_native
 from widetable.client.transport import _Connection
 from widetable.errors import ParameterInvalid
-from widetable.server import KeyStore, WidetableServer, busypoll, native
-from widetable.server.app import loop_factory
-from widetable.server.busypoll import MAX_MISSES, MAX_WINDOW_US, QUIET, BusyPoll, check_window
+from widetable.server import KeyStore, WidetableServer
+from widetable.server.core.listen import loop_factory
+from widetable.wire import busypoll, native
+from widetable.wire.busypoll import MAX_MISSES, MAX_WINDOW_US, QUIET, BusyPoll, check_window
 
 from . import serving
 
@@ -167,7 +168,7 @@ def test_the_server_polls_after_answers_of_both_protocols(tmp_path, protocol, wi
         client = widetable.connect(server.endpoint, access_key_id=serving.ACCESS_KEY_ID,
                                    access_key_secret=serving.ACCESS_KEY_SECRET, protocol=protocol)
         t = client.create_table("t", [("k", "STRING")])
-        poll = server.service.poll
+        poll = server.core.poll
         # In one process the client's thread and the loop's share the GIL: the loop may
         # have found itself held up while polling, and be quiet for QUIET seconds.
         time.sleep(QUIET + 0.05)

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from widetable import INF_MAX, INF_MIN
-from widetable.server import plainbuffer as pbuf
-from widetable.server.plainbuffer import Cell, PlainRow
+from widetable.wire import plainbuffer as pbuf
+from widetable.wire.plainbuffer import Cell, PlainRow
 
 
 def _table() -> tuple[int, ...]:

@@ -18,7 +18,7 @@ import pytest
 
 import widetable
 from widetable.server import KeyStore, WidetableServer
-from widetable.server.proto import pb
+from widetable.wire.proto import pb
 
 from . import serving
 
@@ -274,7 +274,7 @@ def test_tls_end_to_end(tmp_path) -> None:
 def test_plain_writes_go_to_the_pool_only_while_a_transaction_is_open(tmp_path) -> None:
     """A plain write can wait 50 ms on a key a transaction holds: then it must not run on
     the event loop. Without open transactions no write can wait, and they run inline."""
-    from widetable.server.service import pooled
+    from widetable.server.tablestore.service import pooled
 
     db = widetable.open(str(tmp_path / "d"), purge_interval=None, maintenance_interval=None)
     try:

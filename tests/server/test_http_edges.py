@@ -19,9 +19,10 @@ import pytest
 import widetable
 from widetable import INF_MAX, INF_MIN
 from widetable.errors import ParameterInvalid
-from widetable.server import native, service
-from widetable.server import plainbuffer as pbuf
-from widetable.server.proto import pb
+from widetable.server.tablestore import service
+from widetable.wire import native
+from widetable.wire import plainbuffer as pbuf
+from widetable.wire.proto import pb
 
 from . import serving
 from .test_http import LIST, Reader, request, start

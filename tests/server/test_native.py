@@ -18,8 +18,8 @@ import pytest
 import widetable
 from widetable import INF_MAX, INF_MIN
 from widetable.errors import NotSupported, ParameterInvalid
-from widetable.server import native
-from widetable.server.proto import pb
+from widetable.wire import native
+from widetable.wire.proto import pb
 
 from . import serving
 from .test_http import IDLE, LIST, Reader, request, start
@@ -464,10 +464,11 @@ def test_threads_packing_at_once_send_whole_frames(served) -> None:
 def test_small_ranges_and_single_rows_run_on_the_loop(served) -> None:
     """The pool's handoff costs a thread wake-up: only calls that may wait or run long go
     there, by the Tablestore service's rules."""
-    from widetable.server.native import pooled
+    from widetable.server.core.dispatch import INLINE_BODY
+    from widetable.server.native.service import check, pooled
 
     def req(*args):
-        return native.check(msgpack.packb([native.wire_bound(a) for a in args]))
+        return check(msgpack.packb([native.wire_bound(a) for a in args]))
 
     rng = (native.GET_RANGE, "t", ("a", INF_MIN), ("a", INF_MAX), "forward")
     assert not pooled(req(*rng, 100, None, None, None, None, None), 100, False)
@@ -478,5 +479,5 @@ def test_small_ranges_and_single_rows_run_on_the_loop(served) -> None:
     assert not pooled(get, 100, False) and not pooled(get, 100, True)  # reads never wait
     put = req(native.PUT_ROW, "t", ("a", 1), {"v": 1}, None, None)
     assert not pooled(put, 100, False) and pooled(put, 100, True)  # a transaction is open
-    assert pooled(put, native.INLINE_FRAME + 1, False)
+    assert pooled(put, INLINE_BODY + 1, False)
     assert pooled(req(native.BATCH_GET_ROW, [["t", ["a", 1]]]), 100, False)

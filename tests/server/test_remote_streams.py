@@ -314,7 +314,7 @@ def test_the_tablestore_path_refuses_streams_it_cannot_read():
     """What the Tablestore service answers (opaque shard ids and iterators) is refused with
     a clear error: widetable.connect reads the streams of widetable servers."""
     from widetable.client import streams
-    from widetable.server.proto import enum_value, pb
+    from widetable.wire.proto import enum_value, pb
 
     def service(api: str, request) -> bytes:  # answers shaped as the Tablestore service's
         assert api == "DescribeStream"

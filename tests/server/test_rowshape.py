@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import widetable
-from widetable.server import convert, rowshape
-from widetable.server import plainbuffer as pbuf
-from widetable.server.plainbuffer import Cell, PlainRow
-from widetable.server.proto import pb
 from widetable.table.row import Row
+from widetable.wire import convert, rowshape
+from widetable.wire import plainbuffer as pbuf
+from widetable.wire.plainbuffer import Cell, PlainRow
+from widetable.wire.proto import pb
 
 from . import serving
 

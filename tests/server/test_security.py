@@ -14,9 +14,9 @@ import time
 import pytest
 
 import widetable
-from widetable.server import convert
-from widetable.server.auth import DateClock, content_md5, hmac_of
-from widetable.server.proto import pb
+from widetable.wire import convert
+from widetable.wire.proto import pb
+from widetable.wire.signing import DateClock, content_md5, hmac_of
 
 from . import serving
 
@@ -85,8 +85,8 @@ def test_fuzz_bodies_and_headers(server) -> None:
     t = db.create_table("fuzz", [("k", "STRING"), ("n", "INTEGER")])
     valid = pb.PutRowRequest(table_name="fuzz")
     valid.condition.row_existence = 0
-    from widetable.server import plainbuffer
-    from widetable.server.plainbuffer import Cell, PlainRow
+    from widetable.wire import plainbuffer
+    from widetable.wire.plainbuffer import Cell, PlainRow
 
     valid.row = plainbuffer.encode_row(PlainRow([("k", "a"), ("n", 1)], [Cell("v", 1)]))
     seed = valid.SerializeToString()

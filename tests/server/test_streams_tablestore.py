@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from widetable.errors import ParameterInvalid
-from widetable.server import plainbuffer as pbuf
-from widetable.server.plainbuffer import Cell, PlainRow, SeqInfo
 from widetable.table.values import now_ms
+from widetable.wire import plainbuffer as pbuf
+from widetable.wire.plainbuffer import Cell, PlainRow, SeqInfo
 
 from . import serving
 from .test_codec_fast import mutated
@@ -323,7 +323,7 @@ def test_errors(in_process, client) -> None:
 
 
 def test_stream_apis_run_in_the_pool() -> None:
-    from widetable.server import service
+    from widetable.server.tablestore import service
 
     for api in ("ListStream", "DescribeStream", "GetShardIterator", "GetStreamRecord"):
         assert api in service.HANDLERS and api not in service.LATER

@@ -12,8 +12,9 @@ import pytest
 
 from widetable.client.transport import Transport
 from widetable.errors import WidetableError
-from widetable.server.auth import KeyStore, content_md5, sign_response, sign_v2
-from widetable.server.proto import pb
+from widetable.server import KeyStore
+from widetable.wire.proto import pb
+from widetable.wire.signing import content_md5, sign_response, sign_v2
 
 KEY_ID, SECRET, INSTANCE = "id", "secret", "inst"
 

@@ -235,7 +235,7 @@ def open_target(ctx: typer.Context, data: str | None, endpoint: str | None) -> I
     if data is not None:
         raise CliError("pass --data (a store) or --endpoint (a server), not both")
     from ..client import connect
-    from ..server.auth import ENV_ID, ENV_SECRET
+    from ..server.core.auth import ENV_ID, ENV_SECRET
 
     key_id, secret = os.environ.get(ENV_ID), os.environ.get(ENV_SECRET)
     if not key_id or not secret:

@@ -17,10 +17,10 @@ from .literals import CliError
 # Per-partition capacity the server switches on: high enough that ordinary local use never
 # meets it, low enough that a hot partition really throttles (OTSServerBusy, retried by SDKs).
 DEFAULT_CAPACITY = 20000
-# Microseconds the loop polls for the next request after an answer (server/busypoll.py):
+# Microseconds the loop polls for the next request after an answer (wire/busypoll.py):
 # long enough to catch a client that reads a 100-row page before it calls again.
 DEFAULT_BUSY_POLL_US = 200
-MAX_BUSY_POLL_US = 100_000  # server/busypoll.py's MAX_WINDOW_US (not imported: the
+MAX_BUSY_POLL_US = 100_000  # wire/busypoll.py's MAX_WINDOW_US (not imported: the
 # command line starts without loading the server)
 
 
@@ -112,7 +112,7 @@ def _banner(server, path: str, store, generated: bool) -> None:
     print(f"  instance:  {server.instance}")
     cap = server.capacity
     print(f"  capacity:  {f'{cap} operations/s per partition' if cap else 'unlimited'}")
-    window = round(server.service.poll.window * 1e6)
+    window = round(server.core.poll.window * 1e6)
     print(f"  busy poll: {f'{window} µs after each answer' if window else 'off'}")
     if generated:
         print("  access key (generated for this run; set WIDETABLE_ACCESS_KEY_ID / _SECRET "

@@ -15,15 +15,10 @@ import threading
 from collections.abc import Callable
 from typing import Self, TypeVar
 
-from ..db import MAX_STREAM_RETENTION, TableDescription, check_flag
+from ..descriptions import MAX_STREAM_RETENTION, IndexDescription, TableDescription, check_flag
 from ..errors import NotSupported, ParameterInvalid, WidetableError, describe
-from ..index.manager import IndexDescription
 from ..index.view import index_write_refused
 from ..partition.retry import Retrier
-from ..server import convert, plainbuffer
-from ..server.busypoll import check_window
-from ..server.plainbuffer import PlainRow
-from ..server.proto import enum_value, pb
 from ..stream import api as stream_api
 from ..stream.api import StreamDescription, StreamInfo, StreamRecords
 from ..table.batch import (
@@ -45,6 +40,10 @@ from ..table.schema import (
 )
 from ..table.transaction import DEFAULT_TIMEOUT
 from ..table.values import MAX_REQUEST_BYTES
+from ..wire import convert, plainbuffer
+from ..wire.busypoll import check_window
+from ..wire.plainbuffer import PlainRow
+from ..wire.proto import enum_value, pb
 from . import streams
 from .native import NativeChannel, Unsendable
 from .table import RT_AFTER_MODIFY, RT_PK, RemoteTable, RemoteTransaction, fill_read, read_row

@@ -1,4 +1,4 @@
-"""The client side of widetable's own protocol (``server/native.py``), for ``widetable.connect``.
+"""The client side of widetable's own protocol (``wire/native.py``), for ``widetable.connect``.
 
 Each thread has its own connection, upgraded once with a signed request; a
 data call is then one frame out and one frame back. :class:`NativeChannel`
@@ -19,15 +19,20 @@ from typing import Any
 import msgspec
 
 from .. import errors as errs
-from ..db import TableDescription
+from ..descriptions import IndexDescription, TableDescription
 from ..errors import NotSupported, WidetableError
-from ..index.manager import IndexDescription
 from ..partition.manager import PartitionInfo
 from ..partition.meta import PartitionEvent
 from ..partition.retry import RETRYABLE
-from ..server import convert
-from ..server.busypoll import PREEMPTED, QUIET
-from ..server.native import (
+from ..stream.api import ShardInfo, StreamDescription, StreamInfo, StreamRecords
+from ..stream.log import StreamColumn, StreamRecord
+from ..table.filters import as_condition
+from ..table.row import BatchGetResult, BatchWriteResult, RangeResult, Row, WriteResult
+from ..table.rowcodec import FORMAT
+from ..table.schema import TableOptions
+from ..wire import convert
+from ..wire.busypoll import PREEMPTED, QUIET
+from ..wire.native import (
     ANSWER_ROW,
     API,
     BATCH_GET_ROW,
@@ -50,13 +55,7 @@ from ..server.native import (
     read_answer,
     wire_bound,
 )
-from ..server.proto import pb
-from ..stream.api import ShardInfo, StreamDescription, StreamInfo, StreamRecords
-from ..stream.log import StreamColumn, StreamRecord
-from ..table.filters import as_condition
-from ..table.row import BatchGetResult, BatchWriteResult, RangeResult, Row, WriteResult
-from ..table.rowcodec import FORMAT
-from ..table.schema import TableOptions
+from ..wire.proto import pb
 from .transport import (
     ThreadConnections,
     Transport,
@@ -242,7 +241,7 @@ class NativeChannel:
     def delete_row(self, table, pk, condition, txn) -> WriteResult:
         return _written(self.call((DELETE_ROW, table, pk, _condition(condition), txn)))
 
-    # -- the change stream (answers: server/native.py's docstring) --------------------
+    # -- the change stream (answers: wire/native.py's docstring) -------------------------
 
     def describe_table(self, name) -> TableDescription:
         return self.call((DESCRIBE_TABLE, name), _description_answer)

@@ -1,5 +1,5 @@
 """The change stream over Tablestore's protocol: ListStream, DescribeStream,
-GetShardIterator and GetStreamRecord (``server/streams.py`` serves them).
+GetShardIterator and GetStreamRecord (``server/tablestore/streams.py`` serves them).
 
 ``RemoteDatabase`` uses these when the server does not speak widetable's own
 protocol, which carries the embedded results exactly. They read a widetable
@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import NotSupported, ObjectNotExist, ParameterInvalid, WidetableError, describe
-from ..server import plainbuffer
-from ..server.proto import enum_value, pb
 from ..stream import api as stream_api
 from ..stream.api import ShardInfo, StreamDescription, StreamInfo, StreamRecords
 from ..stream.log import StreamColumn, StreamRecord
+from ..wire import plainbuffer
+from ..wire.proto import enum_value, pb
 
 _OPERATIONS = {enum_value("ActionType", n): op for n, op in (
     ("PUT_ROW", "PUT"), ("UPDATE_ROW", "UPDATE"), ("DELETE_ROW", "DELETE"))}

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Self
 
 from ..errors import InvalidPK, ParameterInvalid, describe
 from ..keys import codec
-from ..server import convert, plainbuffer, rowshape
-from ..server.plainbuffer import PlainRow
-from ..server.proto import enum_value, pb
 from ..table.batch import MAX_BATCH_GET
 from ..table.filters import as_condition
 from ..table.reader import check_time_range
 from ..table.row import RangeResult, Row, WriteResult
 from ..table.schema import AUTO_INCREMENT, TableSchema
 from ..table.table import SCAN_PAGE_ROWS, Table, _check_direction, follow_pages, full_range
+from ..wire import convert, plainbuffer, rowshape
+from ..wire.plainbuffer import PlainRow
+from ..wire.proto import enum_value, pb
 from .native import Unsendable
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 from .. import errors as errs
 from ..errors import WidetableError
 from ..partition.retry import Retrier
-from ..server.auth import DateClock, canonical_headers, content_md5, hmac_of
-from ..server.proto import pb
+from ..wire.proto import pb
+from ..wire.signing import DateClock, canonical_headers, content_md5, hmac_of
 
 API_VERSION = "2015-12-31"
 _CLASSES: dict[str, type[WidetableError]] = {

@@ -14,14 +14,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..descriptions import MAX_STREAM_RETENTION, TableDescription, check_flag
 from ..errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, WidetableError, describe
-from ..index.manager import IndexDescription
 from ..keys import layout
-from ..partition.manager import PartitionInfo
-from ..partition.meta import PartitionEvent
 from ..stream import api as stream_api
 from ..table.schema import (
     DEFAULT_MAX_TIME_DEVIATION,
@@ -40,33 +38,6 @@ from ..table.table import Table
 if TYPE_CHECKING:
     from ..context import StoreContext
     from ..index.manager import IndexManager
-
-MAX_STREAM_RETENTION = (2**31 - 1) * 3600  # Tablestore's protocol carries it as int32 hours
-
-
-@dataclass(frozen=True, slots=True)
-class TableDescription:
-    name: str
-    primary_key: list[tuple[str, str]]
-    options: TableOptions
-    table_id: int
-    created_at: float
-    auto_increment: str | None = None  # the auto-increment key column, if any
-    partitions: list[PartitionInfo] = field(default_factory=list)  # in key order
-    split_history: list[PartitionEvent] = field(default_factory=list)  # oldest first
-    defined_columns: list[tuple[str, str]] = field(default_factory=list)  # predefined columns
-    stream: bool = False
-    stream_retention: int = 86400  # seconds change records are kept
-    indexes: list[IndexDescription] = field(default_factory=list)  # with each global one's lag
-    stream_id: str | None = None  # the stream's id while ``stream`` is on
-
-
-def check_flag(value: object, what: str, optional: bool = False) -> None:
-    """ParameterInvalid unless ``value`` is True or False (or None, when ``optional``):
-    ``bool("false")`` would be True."""
-    if type(value) is not bool and not (optional and value is None):
-        raise ParameterInvalid(f"{what} must be True or False, got {describe(value)}")
-
 
 def check_retention(seconds: object) -> int:
     if type(seconds) is not int or not 0 < seconds <= MAX_STREAM_RETENTION:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..descriptions import IndexDescription
 from ..errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, WidetableError, describe
 from ..keys import layout
 from ..stream.feed import TableFeed
@@ -30,18 +31,6 @@ if TYPE_CHECKING:
 
 
 logger = logging.getLogger("widetable.index")
-
-
-@dataclass(frozen=True, slots=True)
-class IndexDescription:
-    """One index as ``describe_table`` lists it. ``lag_ms`` is None for a local index."""
-
-    name: str
-    index_type: str
-    primary_key: tuple[str, ...]
-    defined_columns: tuple[str, ...]
-    lag_ms: int | None
-    behind_retention: bool = False  # a global index whose unapplied records outlived retention
 
 
 def stream_consumer(table: Table) -> str:

@@ -1,20 +1,20 @@
-"""``widetable serve``: the store over HTTP, speaking Tablestore's wire protocol.
+"""``widetable serve``: the store over the network.
 
 The official Tablestore SDKs work against it unchanged, and
 ``widetable.connect`` (``widetable.client``) gives the embedded API remotely.
 
-* ``app.py``: the server: event loop, worker pool, idle connections, graceful drain
-* ``http.py``: HTTP/1.1 framing, one asyncio protocol per connection
-* ``service.py``: request checks, dispatch (inline or on the pool), signed answers
-* ``auth.py``: V2 / V4 request signatures, response signatures, access keys
-* ``tables.py``, ``rows.py``, ``batch.py``, ``txn.py``: one handler per API
-* ``convert.py``: protocol values <-> library values, capacity units
-* ``plainbuffer.py``: the PlainBuffer row encoding, both directions
-* ``rowshape.py``: rows of a learned layout encoded and decoded in one step each
-* ``proto/``: Tablestore's .proto files and their compiled descriptors
+* ``app.py``: :class:`WidetableServer`: puts the core and the protocols together
+* ``core/``: listener, connections, where a request runs (inline or on the pool),
+  drain, access keys: what every protocol shares
+* ``tablestore/``: Tablestore's HTTP protocol, one handler per API
+* ``native/``: widetable's own frames, on an upgraded HTTP connection
+
+The codecs the client shares (PlainBuffer, rowshape, native frames, signatures,
+protocol conversions, the vendored protobuf pool) are in ``widetable.wire``. Two
+protocol packages never import each other.
 """
 
 from .app import DEFAULT_INSTANCE, MAX_BODY, WidetableServer
-from .auth import KeyStore, load_keys
+from .core.auth import KeyStore, load_keys
 
 __all__ = ["DEFAULT_INSTANCE", "MAX_BODY", "KeyStore", "WidetableServer", "load_keys"]

@@ -1,11 +1,17 @@
 """The server of ``widetable serve``: one event loop, a small worker pool, graceful drain.
 
-* ``app.py`` (this module): :class:`WidetableServer`: the listening socket
-  (bound at construction, so the port is known at once), TLS, the event loop,
-  the worker pool, idle connections, drain.
-* ``http.py``: HTTP/1.1 framing, one asyncio ``Protocol`` per connection.
-* ``service.py``: Tablestore's checks, dispatch (inline or on the pool) and
-  signed answers; its docstring says which requests run where.
+* ``app.py`` (this module): :class:`WidetableServer`: the listening sockets
+  (bound at construction, so the port is known at once), the event loop, the
+  worker pool, idle connections, drain; it puts the core and the protocols together,
+  and is the only module that knows more than one protocol.
+* ``core/``: what every protocol shares: ``listen.py`` (sockets, TLS, the loop),
+  ``connection.py`` (a connection's buffer, back pressure, idleness),
+  ``dispatch.py`` (the one rule of where a request runs, and the pool),
+  ``auth.py`` (access keys, the request checks), ``calls.py`` (library calls
+  more than one protocol makes).
+* ``tablestore/``: Tablestore's HTTP protocol (``http.py`` framing,
+  ``service.py`` checks and signed answers, one module per API family).
+* ``native/``: widetable's own frames, reached by upgrading an HTTP connection.
 
 Threads. ``serve_forever()`` runs the event loop (uvloop when it is installed,
 else asyncio's own) on the calling thread. Every connection's framing, checks,
@@ -25,84 +31,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
-import ssl
-import stat
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from ..db import Database
-from . import tables
-from .auth import KeyStore
-from .busypoll import check_window
-from .http import Connection
-from .service import TablestoreService
+from ..wire import native as native_wire
+from ..wire.busypoll import check_window
+from . import native
+from .core.auth import KeyStore
+from .core.dispatch import Dispatcher
+from .core.listen import BACKLOG, listen_tcp, listen_unix, loop_factory, tls_context
+from .tablestore import tables
+from .tablestore.http import Connection
+from .tablestore.service import TablestoreService
 
 log = logging.getLogger("widetable.server")
 
 MAX_BODY = 5 * 2**20
 DEFAULT_INSTANCE = "widetable"
 IDLE_TIMEOUT = 60.0  # seconds a keep-alive connection may sit idle
-WORKERS = 4  # threads for requests that may wait (see service.py)
-BACKLOG = 128
+WORKERS = 4  # threads for requests that may wait (see core/dispatch.py)
 POLL = 0.05  # seconds between checks while draining
-
-
-def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
-    """uvloop's event loop if it is installed (its loop costs less per request than
-    asyncio's pure-Python one), else asyncio's."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
-        return asyncio.new_event_loop
-    return uvloop.new_event_loop
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    return socket.create_server((host, port), family=family, backlog=BACKLOG)
-
-
-def _listen_unix(path: str) -> socket.socket:
-    """A listening unix socket at ``path``, readable and writable by this user only. A
-    socket file left by a server that is gone is replaced; one a live server listens
-    on is not (OSError)."""
-    if os.path.exists(path):
-        if not stat.S_ISSOCK(os.stat(path).st_mode):
-            raise OSError(f"{path} exists and is not a socket")
-        probe = socket.socket(socket.AF_UNIX)
-        try:
-            probe.connect(path)
-        except ConnectionRefusedError:
-            os.unlink(path)  # left behind by a server that is gone
-        else:
-            raise OSError(f"a server is already listening on {path}")
-        finally:
-            probe.close()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        old = os.umask(0o177)  # the file is created 0600: only this user may connect
-        try:
-            sock.bind(path)
-        except OSError as exc:
-            raise OSError(f"cannot listen on the unix socket {path}: {exc.strerror or exc}") from None
-        finally:
-            os.umask(old)
-        sock.listen(BACKLOG)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def _tls(certfile: str | None, keyfile: str | None) -> ssl.SSLContext | None:
-    if certfile is None:
-        return None
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(certfile, keyfile)
-    return ctx
 
 
 class WidetableServer:
@@ -119,7 +69,7 @@ class WidetableServer:
         Binds ``host:port`` (port 0 picks a free one), and ``unix_socket`` if given (a
         path: local clients skip TCP; no TLS there, the file is the owner's only);
         raises OSError if it cannot. ``busy_poll``: microseconds the loop polls for the
-        next request after each answer before it sleeps (``busypoll.py``); off by
+        next request after each answer before it sleeps (``wire/busypoll.py``); off by
         default here, as this server may share its process, and its GIL, with the
         caller (``widetable serve`` polls for 200 µs)."""
         if capacity is not None and (type(capacity) is not int or capacity < 0):
@@ -127,13 +77,13 @@ class WidetableServer:
         check_window(busy_poll)
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout!r}")
-        self._ssl = _tls(certfile, keyfile)
+        self._ssl = tls_context(certfile, keyfile)
         if capacity is not None:
             tables.apply_capacity(db, capacity)  # before the port opens: no request sees the old
-        self.socket = _listen(host, port)
+        self.socket = listen_tcp(host, port)
         self.server_address = (host, self.socket.getsockname()[1])
         try:
-            self.unix = _listen_unix(unix_socket) if unix_socket is not None else None
+            self.unix = listen_unix(unix_socket) if unix_socket is not None else None
         except BaseException:
             self.socket.close()
             raise
@@ -146,8 +96,9 @@ class WidetableServer:
         self.tls = certfile is not None
         self.idle_timeout = idle_timeout
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="widetable-worker")
-        self.service = TablestoreService(db, keys, instance, capacity, self.pool, access_log,
-                                         busy_poll)
+        self.core = Dispatcher(db, self.pool, busy_poll)
+        upgrades = {native_wire.API: native.upgrade(self.core)}
+        self.service = TablestoreService(self.core, keys, instance, capacity, access_log, upgrades)
         self._connections: set[Connection] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -173,7 +124,7 @@ class WidetableServer:
 
     @property
     def draining(self) -> bool:
-        return self.service.draining
+        return self.core.draining
 
     def serve_forever(self) -> None:
         """Serve on this thread until ``drain()`` is called (from another thread)."""
@@ -188,7 +139,7 @@ class WidetableServer:
 
         Returns once the store is closed. Any thread but the loop's."""
         with self._lock:
-            self.service.draining = True
+            self.core.draining = True
             self._grace = grace
             loop, wake = self._loop, self._wake
         if loop is not None and wake is not None:
@@ -199,8 +150,8 @@ class WidetableServer:
             self._finished.wait()
         else:
             self._close_listeners()
-        if self.service.jobs:
-            log.warning("closing the store with %d requests still running", self.service.jobs)
+        if self.core.jobs:
+            log.warning("closing the store with %d requests still running", self.core.jobs)
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.db.close()
 
@@ -209,11 +160,11 @@ class WidetableServer:
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
         with self._lock:
-            if self.service.draining:
+            if self.core.draining:
                 self._close_listeners()
                 return
             self._loop, self._wake = loop, asyncio.Event()
-        self.service.loop = self.service.poll.loop = loop
+        self.core.start(loop)
         servers = [await loop.create_server(self._connection, sock=self.socket, ssl=self._ssl,
                                             backlog=BACKLOG)]
         if self.unix is not None:
@@ -247,7 +198,7 @@ class WidetableServer:
             pass
 
     def _connection(self) -> Connection:
-        return Connection(self.service, self._connections, MAX_BODY)
+        return Connection(self.service, self.core, self._connections, MAX_BODY)
 
     @property
     def _sweep_every(self) -> float:
@@ -269,7 +220,7 @@ class WidetableServer:
             for conn in list(self._connections):
                 if conn.idle():
                     conn.close()
-            if not (self._connections or self.service.jobs) or time.monotonic() >= deadline:
+            if not (self._connections or self.core.jobs) or time.monotonic() >= deadline:
                 break
             await asyncio.sleep(POLL)
         for conn in list(self._connections):

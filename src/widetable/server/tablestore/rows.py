@@ -3,40 +3,18 @@ local transaction (``transaction_id``)."""
 
 from __future__ import annotations
 
-from ..db import Database
-from ..errors import NotSupported, ParameterInvalid
-from ..table.row import WriteResult
-from . import convert, plainbuffer
-from .plainbuffer import Cell
-from .proto import enum_value, pb
+from ...db import Database
+from ...errors import NotSupported, ParameterInvalid
+from ...table.row import WriteResult
+from ...wire import convert, plainbuffer
+from ...wire.plainbuffer import Cell
+from ...wire.proto import enum_value, pb
+from ..core.calls import target, write_target
 
 RT_NONE = enum_value("ReturnType", "RT_NONE")
 RT_PK = enum_value("ReturnType", "RT_PK")
 RT_AFTER_MODIFY = enum_value("ReturnType", "RT_AFTER_MODIFY")
 BACKWARD = enum_value("Direction", "BACKWARD")
-
-
-def target(db: Database, table_name: str, transaction_id: str):
-    """``(table, reader/writer)``: the transaction if one is named, else the table."""
-    table = db.table(table_name)
-    if not transaction_id:
-        return table, table
-    txn = db.transaction(transaction_id)
-    if txn.table is not table:
-        raise ParameterInvalid(
-            f"transaction {transaction_id} is on table {txn.table.name!r}, not {table_name!r}"
-        )
-    return table, txn
-
-
-def write_target(db: Database, table_name: str, transaction_id: str):
-    """``target`` of a write. The store refuses every write to an index before it looks
-    at the row (``IndexTable``), so this refuses it before the row's key is decoded: a
-    key that does not fit the index is refused as any other write to it."""
-    table, writer = target(db, table_name, transaction_id)
-    if table.read_only:
-        raise table.write_refused()
-    return table, writer
 
 
 ALL_VERSIONS = 2**31 - 1  # max_versions is an int32 on the wire

@@ -1,165 +1,59 @@
-"""widetable's own protocol, for ``widetable.connect``: MessagePack frames on an upgraded connection.
+"""widetable's own protocol on the server: the calls, and the connection that serves them.
 
-Why a second protocol. A Tablestore request costs the server ~150 µs of CPU in
-pure Python (HTTP framing, MD5, HMAC signatures both ways, protobuf, PlainBuffer)
-against ~10 µs for the store's own work, and the client as much again. This
-protocol keeps what a data call needs: a length, the call's arguments, and the
-answer, each one MessagePack array. MessagePack is also the store's row format
-(``table/rowcodec.py``) and keeps the five attribute types apart, so values
-cross the wire as they are. Tablestore's protocol stays on the same port for
-the official SDKs, and for everything ``widetable.connect`` does not send here
-(catalog, indexes, transactions' start and end, values MessagePack cannot carry).
-
-Handshake. The client sends a signed Tablestore request ``POST /WidetableNative``
-with ``Upgrade: widetable-native/4``, ``Connection: Upgrade`` and an empty body.
-The service checks it like any API (identity, instance, date, signature, MD5)
-and answers ``101 Switching Protocols``, signed like any answer: each side then
-knows that the other holds the access key. From then on the connection carries
-frames, and is trusted as the identity checked at the upgrade, as a TLS session
-or a database connection is. A server without this protocol (the Tablestore
-service) answers the upgrade with an error, and the client stays on HTTP.
-
-Frames, both ways: a 4-byte little-endian length, then that many bytes of one
-MessagePack array (at most 5 MB, as a Tablestore body)::
-
-    request := [op, arg, ...]             op and arguments: CALLS below
-    answer  := [0, result] | [1, code, message]
-
-``INF_MIN`` and ``INF_MAX`` are MessagePack extension types 1 and 2 (empty); a
-condition or a filter travels as the bytes of its Tablestore protobuf message
-(``Condition``, ``Filter``), decoded by the same code as on the HTTP path. A
-row is ``[0, pk, columns, timestamps, versions]``, or, for a read without options
-of a table without TTL, the row's stored bytes as they are (``[1, pk, latest,
-timestamps, history]``, ``table/rowcodec.py``; the client drops ``history``,
-which such a read does not return). A read that returns exactly the stored rows
-costs the server no decoding and no encoding: a range page's answer is its
-rows' bytes joined between a head and the next start key. The first element
-tells the two row forms apart, so the client decodes a whole page in one typed
-call (``client/native.py``). A client asking for another version of this
-protocol is answered ``OTSUnsupportOperation`` and goes on over Tablestore's. A write result ``[pk,
-increments]``, a batch's row result ``[table, pk, row, error]`` (read) or
-``[table, op, pk, increments, error]`` (write), ``error`` being ``[code,
-message]`` or nil. The stream calls (``stream/api.py``) answer its results as
-arrays of their fields in order: a stream ``[id, table, created_at]``; a
-description ``[id, table, status, retention, shards, lagging]``, a shard
-``[id, parents, children, start, end, closed]``; a page of records ``[records,
-next iterator]``, a record ``[sequence, shard, operation, pk, columns, ts]``, a
-column ``[name, kind, value, timestamp]``; they run in the pool, as does
-DESCRIBE_TABLE, whose answer is ``Database.describe_table``'s description as a
-map of its fields (partitions with their load, split history, each index's
-lag). Requests on a connection are answered in order, one at a time;
-pipelined frames wait. Where a call runs (the loop, or the worker pool) follows
-the Tablestore service's rules (``service.py``). A frame that is not a call
-gets ``OTSParameterInvalid``; one over the size limit also closes the connection.
+The protocol (handshake, frames, the calls and their answers) is described in
+``wire/native.py``, the codec the client shares. A connection arrives here
+upgraded from the Tablestore HTTP protocol (``switch``, which the server hands
+that protocol as the upgrade of ``wire.native.API``). Where a call runs (the
+loop, or the worker pool) follows the one rule of ``server/core/dispatch.py``.
+A frame that is not a call gets ``OTSParameterInvalid``; one over the size limit
+also closes the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 from collections.abc import Callable
-from typing import Any
 
 import msgpack
-import msgspec
 from google.protobuf.message import DecodeError
 
-from ..db import Database
-from ..errors import ParameterInvalid, WidetableError
-from ..keys import codec
-from ..table.batch import MAX_BATCH_GET, MAX_BATCH_WRITE, _check_count, parse_write_item
-from ..table.filters import Condition
-from ..table.table import Table
-from . import convert, rows
-from .batch import _in_transaction
-from .errors import wire_message
-from .http import FramedConnection
-from .proto import pb
+from ...db import Database
+from ...errors import ParameterInvalid, WidetableError
+from ...table.batch import MAX_BATCH_GET, MAX_BATCH_WRITE, _check_count, parse_write_item
+from ...table.filters import Condition
+from ...table.table import Table
+from ...wire import convert
+from ...wire.errors import wire_message
+from ...wire.native import (
+    ANSWER_ROW,
+    BATCH_GET_ROW,
+    BATCH_WRITE_ROW,
+    DELETE_ROW,
+    DESCRIBE_STREAM,
+    DESCRIBE_TABLE,
+    GET_RANGE,
+    GET_ROW,
+    GET_SHARD_ITERATOR,
+    GET_STREAM_RECORD,
+    HEADER,
+    LIST_STREAM,
+    MAX_FRAME,
+    PUT_ROW,
+    STREAM_CALLS,
+    UPDATE_ROW,
+    UPGRADE,
+    _answers,
+    frame,
+    unpack,
+)
+from ...wire.proto import pb
+from ..core import dispatch
+from ..core.calls import in_transaction, target
+from ..core.connection import FramedConnection, Upgrade
 
 log = logging.getLogger("widetable.server")
-
-API = "WidetableNative"  # the path of the upgrade request, signed as an API name
-UPGRADE = "widetable-native/4"  # /2: rows carry their form first; /3: stream calls; /4: describe
-HEADER = struct.Struct("<I")
-MAX_FRAME = 5 * 2**20
-EXT_INF_MIN, EXT_INF_MAX = 1, 2
-INLINE_RANGE_LIMIT = 100  # rows of a range small enough to run on the loop (both protocols)
-INLINE_FRAME = 64 * 1024  # bytes of the largest request run on the loop (both protocols)
-
-GET_ROW, GET_RANGE, PUT_ROW, UPDATE_ROW, DELETE_ROW, BATCH_GET_ROW, BATCH_WRITE_ROW = range(1, 8)
-LIST_STREAM, DESCRIBE_STREAM, GET_SHARD_ITERATOR, GET_STREAM_RECORD, DESCRIBE_TABLE = range(8, 13)
-STREAM_CALLS = frozenset({LIST_STREAM, DESCRIBE_STREAM, GET_SHARD_ITERATOR, GET_STREAM_RECORD})
-
-
-_INF_EXT = (msgpack.ExtType(EXT_INF_MIN, b""), msgpack.ExtType(EXT_INF_MAX, b""))
-
-
-def _wire(value: object) -> object:
-    if value is codec.INF_MIN:
-        return _INF_EXT[0]
-    if value is codec.INF_MAX:
-        return _INF_EXT[1]
-    return value
-
-
-def wire_bound(bound: object) -> object:
-    """A range bound with its infinities as MessagePack extension types (1, 2)."""
-    if type(bound) is tuple:
-        return tuple(map(_wire, bound))
-    if type(bound) is dict:
-        return {k: _wire(v) for k, v in bound.items()}
-    return _wire(bound)
-
-
-def ext_hook(code: int, data: memoryview | bytes) -> object:
-    if code == EXT_INF_MIN:
-        return codec.INF_MIN
-    if code == EXT_INF_MAX:
-        return codec.INF_MAX
-    raise ValueError(f"unknown MessagePack extension type {code}")
-
-
-def unpack(data: bytes) -> Any:
-    """A frame's array; arrays come back as tuples (keys are tuples), maps as dicts."""
-    return msgpack.unpackb(data, use_list=False, ext_hook=ext_hook, strict_map_key=False)
-
-
-pack = msgpack.Packer().pack
-"""A request's bytes. msgpack packs only MessagePack's own types (range bounds
-go through ``wire_bound`` first): anything else fails here, in the client, and
-travels over Tablestore's protocol, whose checks name it. (msgspec would turn a
-UUID or a Decimal into a string the server then accepts.) The Packer has no
-``default`` hook: packing then runs in C from start to end, so no other
-thread can run in the middle of it, and one Packer (and its buffer) serves
-every thread."""
-
-
-def _answer_hook(obj: object) -> msgspec.msgpack.Ext:
-    if obj is codec.INF_MIN:
-        return msgspec.msgpack.Ext(EXT_INF_MIN, b"")
-    if obj is codec.INF_MAX:
-        return msgspec.msgpack.Ext(EXT_INF_MAX, b"")
-    raise TypeError(f"cannot send {type(obj).__name__} values")
-
-
-_answers = msgspec.msgpack.Encoder(enc_hook=_answer_hook)
-read_answer = msgspec.msgpack.Decoder(ext_hook=ext_hook).decode
-"""An answer frame's array (arrays as lists). Answers carry only values the store
-holds, so msgspec, twice as fast as msgpack here, encodes and decodes them."""
-
-
-def frame(value: object) -> bytes:
-    """An answer as a frame: its length, then its MessagePack."""
-    data = _answers.encode(value)
-    return HEADER.pack(len(data)) + data
-
-
-# -- the calls -------------------------------------------------------------------------
-
-
-ANSWER_ROW = 0  # the first element of a row that is not a stored row (whose first is FORMAT)
 
 
 def row_out(row) -> list | None:
@@ -215,7 +109,7 @@ def _bytes(data: object, what: str) -> bytes:
 
 
 def _get_row(db: Database, name, pk, columns, max_versions, time_range, filter, txn) -> object:
-    table, reader = rows.target(db, name, txn)
+    table, reader = target(db, name, txn)
     if (reader is table and type(table) is Table and table.plain_reads and columns is None
             and max_versions is None and time_range is None and filter is None):
         blob = table.stored_row(pk)
@@ -226,7 +120,7 @@ def _get_row(db: Database, name, pk, columns, max_versions, time_range, filter, 
 
 def _get_range(db: Database, name, start, end, direction, limit, columns, max_versions,
                time_range, filter, txn) -> object:
-    table, reader = rows.target(db, name, txn)
+    table, reader = target(db, name, txn)
     if (reader is table and type(table) is Table and table.plain_reads and columns is None
             and max_versions is None and time_range is None and filter is None):
         return _stored_page_out(*table.stored_range(start, end, direction, limit))
@@ -237,19 +131,19 @@ def _get_range(db: Database, name, start, end, direction, limit, columns, max_ve
 
 
 def _put_row(db: Database, name, pk, columns, condition, txn) -> object:
-    _, writer = rows.target(db, name, txn)
+    _, writer = target(db, name, txn)
     return _result_out(writer.put_row(pk, columns, _condition(condition)))
 
 
 def _update_row(db: Database, name, pk, put, delete_version, delete_column, increment,
                 condition, txn) -> object:
-    _, writer = rows.target(db, name, txn)
+    _, writer = target(db, name, txn)
     return _result_out(writer.update_row(pk, put, delete_version, delete_column, increment,
                                          _condition(condition)))
 
 
 def _delete_row(db: Database, name, pk, condition, txn) -> object:
-    _, writer = rows.target(db, name, txn)
+    _, writer = target(db, name, txn)
     return _result_out(writer.delete_row(pk, _condition(condition)))
 
 
@@ -288,7 +182,7 @@ def _batch_write_row(db: Database, items, txn) -> object:
         parsed = [parse_write_item(item) for item in requests]
         out = []
         for (name, op, pk, _, _), (result, error) in zip(
-                parsed, _in_transaction(db, txn, parsed)):
+                parsed, in_transaction(db, txn, parsed)):
             if result is None:
                 out.append([name, op, pk if type(pk) is tuple else (pk,), None, _error_out(error)])
             else:
@@ -383,20 +277,22 @@ def check(data: bytes) -> tuple:
     return request
 
 
+# Each call's kind, for the server's rule of where it runs (``core/dispatch.py``).
+KINDS = {GET_ROW: dispatch.INLINE, GET_RANGE: dispatch.RANGE,
+         PUT_ROW: dispatch.ROW_WRITE, UPDATE_ROW: dispatch.ROW_WRITE, DELETE_ROW: dispatch.ROW_WRITE,
+         BATCH_GET_ROW: dispatch.POOLED, BATCH_WRITE_ROW: dispatch.POOLED,
+         DESCRIBE_TABLE: dispatch.POOLED, **dict.fromkeys(STREAM_CALLS, dispatch.POOLED)}
+RANGE_LIMIT_ARG = 5  # index of a GET_RANGE's limit in the request
+
+
 def pooled(request: tuple, size: int, transactions_open: bool) -> bool:
-    """Whether a call may wait or run long, and so goes to the pool (``service.py``'s rules)."""
+    """Whether a call may wait or run long, and so goes to the pool."""
     op = request[0]
-    if op in (BATCH_GET_ROW, BATCH_WRITE_ROW, DESCRIBE_TABLE) or op in STREAM_CALLS or size > INLINE_FRAME:
-        return True
+    kind = KINDS[op]
     txn = TRANSACTION_ARG.get(op)
-    if txn is not None and request[txn]:
-        return True
-    if op in ROW_WRITES and transactions_open:
-        return True
-    if op == GET_RANGE:
-        limit = request[5]
-        return not (type(limit) is int and 0 < limit <= INLINE_RANGE_LIMIT)
-    return False
+    return dispatch.pooled(kind, size, txn is not None and request[txn],
+                           request[RANGE_LIMIT_ARG] if kind == dispatch.RANGE else None,
+                           transactions_open)
 
 
 # -- the connection --------------------------------------------------------------------
@@ -408,10 +304,11 @@ class NativeConnection(FramedConnection):
     It takes the place, in the server's connection set, of the HTTP connection it
     replaced, for the idle sweep and the drain."""
 
-    def __init__(self, service, transport: asyncio.Transport, connections: set, peer: str) -> None:
-        super().__init__(service, connections)
-        self.db: Database = service.db
-        self.poll = service.poll
+    def __init__(self, core: dispatch.Dispatcher, transport: asyncio.Transport,
+                 connections: set, peer: str) -> None:
+        super().__init__(None, core, connections)
+        self.db: Database = core.db
+        self.poll = core.poll
         self.transport = transport
         self.peer = peer
 
@@ -455,25 +352,14 @@ class NativeConnection(FramedConnection):
             self._write(execute(db, request))
             return
         self.busy = True
-        service = self.service
-        service.jobs += 1
-        loop = service.loop
+        self.core.submit(execute, (db, request), self._finish, "a native call")
 
-        def finish(answer: bytes) -> None:
-            service.jobs -= 1
-            self.busy = False
-            self.last_active = time.monotonic()
-            self._write(answer)
-            if not self._pumping:
-                self._pump()
-
-        def done(future) -> None:  # on the pool thread
-            try:
-                loop.call_soon_threadsafe(finish, future.result())
-            except RuntimeError:  # the loop has stopped: drain's grace ran out
-                log.warning("a native call finished after the server stopped; not answered")
-
-        service.pool.submit(execute, db, request).add_done_callback(done)
+    def _finish(self, answer: bytes) -> None:
+        self.busy = False
+        self.last_active = time.monotonic()
+        self._write(answer)
+        if not self._pumping:
+            self._pump()
 
     def _write(self, answer: bytes) -> None:
         transport = self.transport
@@ -481,7 +367,7 @@ class NativeConnection(FramedConnection):
             self.closing = True
             return
         transport.write(answer)
-        if self.service.draining:
+        if self.core.draining:
             self.close()
         else:
             self.poll.answered()
@@ -492,11 +378,16 @@ class NativeConnection(FramedConnection):
         self.close()
 
 
-def switch(conn, service, leftover: bytes | bytearray) -> None:
+def upgrade(core: dispatch.Dispatcher) -> Upgrade:
+    """The native protocol, as an upgrade of an HTTP connection (``POST /WidetableNative``)."""
+    return Upgrade(UPGRADE, lambda conn, leftover: switch(conn, core, leftover))
+
+
+def switch(conn, core: dispatch.Dispatcher, leftover: bytes | bytearray) -> None:
     """Give an HTTP connection that has just been answered ``101`` to the native protocol;
     ``leftover``: bytes it had received after the upgrade request."""
     transport = conn.transport
-    native = NativeConnection(service, transport, conn.connections, conn.peer)
+    native = NativeConnection(core, transport, conn.connections, conn.peer)
     # The transport's back pressure outlives the protocol: reading may have been paused
     # by the HTTP side (more than READ_AHEAD piled up behind a request on the pool, or
     # its write buffer was full), which will never resume it now that it is busy for

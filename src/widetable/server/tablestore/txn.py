@@ -6,10 +6,10 @@ the row APIs (see rows.py) and of BatchWriteRow (see batch.py).
 
 from __future__ import annotations
 
-from ..db import Database
-from ..errors import ParameterInvalid
-from . import plainbuffer
-from .proto import pb
+from ...db import Database
+from ...errors import ParameterInvalid
+from ...wire import plainbuffer
+from ...wire.proto import pb
 
 
 def start_local_transaction(db: Database, req) -> object:

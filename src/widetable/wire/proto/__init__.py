@@ -5,8 +5,8 @@ vendored from the official Python SDK (``tablestore/protobuf``).
 ``descriptors.pb`` is their compiled ``FileDescriptorSet``, made at
 development time and committed::
 
-    python -m grpc_tools.protoc -I src/widetable/server/proto \\
-        --descriptor_set_out=src/widetable/server/proto/descriptors.pb \\
+    python -m grpc_tools.protoc -I src/widetable/wire/proto \\
+        --descriptor_set_out=src/widetable/wire/proto/descriptors.pb \\
         table_store.proto table_store_filter.proto
 
 At run time the set is loaded into a private descriptor pool, not protobuf's

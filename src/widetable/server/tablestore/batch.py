@@ -7,13 +7,14 @@ table, a bad key, a failed condition) is that row's result.
 
 from __future__ import annotations
 
-from ..db import Database
-from ..errors import ParameterInvalid, SessionNotExist, WidetableError
-from ..table.row import WriteResult
-from . import convert, plainbuffer
-from .errors import error_message
-from .plainbuffer import PlainBufferError
-from .proto import enum_value, pb
+from ...db import Database
+from ...errors import ParameterInvalid, WidetableError
+from ...table.row import WriteResult
+from ...wire import convert, plainbuffer
+from ...wire.errors import error_message
+from ...wire.plainbuffer import PlainBufferError
+from ...wire.proto import enum_value, pb
+from ..core.calls import in_transaction
 from .rows import read_options, returned_row, write_cu
 
 PUT = enum_value("OperationType", "PUT")
@@ -204,7 +205,7 @@ def batch_write_row(db: Database, req) -> object:
     rows, requests = _read_rows(db, req)
     in_txn = bool(req.transaction_id)
     if in_txn:
-        outcomes = iter(_in_transaction(db, req.transaction_id, requests))
+        outcomes = iter(in_transaction(db, req.transaction_id, requests))
     else:  # BatchWriteResults: (result, error); a WriteResult is made only if asked for
         outcomes = iter(db.batch_write_row(requests) if requests else ())
     resp = pb.BatchWriteRowResponse()
@@ -234,35 +235,3 @@ def _written(db: Database, row: _Row, result: WriteResult) -> bytes:
     read, write = write_cu(table, result.primary_key, row.cells, row.cond)
     data = returned_row(table, row.ret, result) if row.ret is not None else b""
     return _ok_row(_WROTE, read, write, data or None)
-
-
-def _in_transaction(db: Database, transaction_id: str, requests: list) -> list:
-    """Each row through the transaction's own writes, in order. A row fails as the same
-    row call in the transaction would (``rows.target``): a table that does not exist is
-    OTSObjectNotExist (as it is outside a transaction too), another table
-    OTSParameterInvalid.
-
-    A transaction that ends under the batch (it was idle past its timeout, and nothing
-    had reaped it yet) fails the whole batch with OTSSessionNotExist, as one already
-    reaped does: its buffered writes, those of this batch's earlier rows too, are gone."""
-    txn = db.transaction(transaction_id)
-    out: list[tuple[WriteResult | None, WidetableError | None]] = []
-    for name, op, key, payload, cond in requests:
-        try:
-            db.table(name)
-            if name != txn.table.name:
-                raise ParameterInvalid(
-                    f"transaction {transaction_id} is on table {txn.table.name!r}, not {name!r}"
-                )
-            if op == "put":
-                result = txn.put_row(key, payload, cond)
-            elif op == "delete":
-                result = txn.delete_row(key, cond)
-            else:
-                result = txn.update_row(key, condition=cond, **payload)  # type: ignore[arg-type]
-            out.append((result, None))
-        except SessionNotExist:
-            raise
-        except WidetableError as exc:
-            out.append((None, exc))
-    return out

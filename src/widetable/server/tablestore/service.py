@@ -11,49 +11,27 @@ it; a :class:`~widetable.WidetableError` becomes its code's status and an
 ``x-ots-date``, ``x-ots-contenttype``, and, once the caller is known,
 ``Authorization: OTS <id>:<signature>``; it goes out in one write.
 
-Where a request runs. Checks and decoding run inline on the event loop's
-thread, and so do the single-row APIs, ListTable, DescribeTable and small
-GetRanges: a GetRow is ~10 µs of store work, less than handing it to a thread
-would cost (~20 µs of CPU measured, and GIL handoffs). Requests that can wait
-or run long go to the worker pool, so that the loop keeps reading and serving
-other connections meanwhile (the GIL runs one thread's Python at a time, but a
-pool thread yields it at least every 5 ms, the interpreter's switch interval):
-
-* anything with a ``transaction_id`` (the store waits up to 50 ms on a row lock
-  a transaction holds), and Start/Commit/AbortTransaction;
-* table DDL, CreateIndex (it backfills) and ComputeSplitPointsBySize;
-* BatchGetRow and BatchWriteRow (up to 100 / 200 rows: milliseconds), and any
-  request whose body is over 64 KiB;
-* a GetRange without a limit or with one over 100 rows (up to 5000 rows / 4 MB);
-* the Stream APIs (``streams.py``), as over the native protocol: GetStreamRecord
-  scans the change log (up to 1000 records) and, on a closed shard, first waits
-  for writes still on their way into it; DescribeStream walks the shard history;
-* a plain PutRow, UpdateRow or DeleteRow while any local transaction is open
-  (``Database.transactions_open()``): such a write waits up to 50 ms when it
-  meets the partition key a transaction holds, before failing with
-  ``OTSRowOperationConflict``. With no transaction open no write can wait, and
-  they run inline.
+Where a request runs (inline on the loop, or on the worker pool) follows the
+server's one rule (``server/core/dispatch.py``): each API's kind is in ``KINDS``.
+A signed ``POST`` of an API the server was given as an upgrade (``upgrades``:
+``WidetableNative``, widetable's own protocol) is answered ``101`` and the
+connection handed to that protocol.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from http import HTTPStatus
 from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from ..db import Database
-from ..errors import WidetableError
-from . import batch, native, rows, streams, tables, txn
-from .auth import DateClock, KeyStore, Verified, content_md5
-from .busypoll import BusyPoll
-from .errors import (
+from ...db import Database
+from ...errors import WidetableError
+from ...wire.errors import (
     METHOD_NOT_ALLOWED,
     REQUEST_TOO_LARGE,
     UNSUPPORTED_OPERATION,
@@ -61,8 +39,14 @@ from .errors import (
     status_of,
     wire_message,
 )
+from ...wire.proto import message
+from ...wire.signing import DateClock, content_md5
+from ..core import dispatch
+from ..core.auth import KeyStore, Verified
+from ..core.connection import Upgrade
+from ..core.dispatch import Dispatcher
+from . import batch, rows, streams, tables, txn
 from .http import BadRequest, Connection, Request
-from .proto import message
 
 log = logging.getLogger("widetable.server")
 
@@ -92,7 +76,7 @@ HANDLERS: dict[str, Callable] = {
     "GetStreamRecord": streams.get_stream_record,
 }
 _REQUEST_CLASSES: dict[str, Any] = {api: message(f"{api}Request") for api in HANDLERS}
-UPGRADE_TO_NATIVE = object()  # what decode() gives for the upgrade to widetable's own protocol
+UPGRADE = object()  # what decode() gives for an upgrade to another protocol
 
 # APIs of the service that widetable does not serve yet: a clear error, not a 404.
 LATER = {
@@ -103,18 +87,19 @@ LATER = {
     "DescribeSearchIndex": "search indexes", "SQLQuery": "SQL",
 }
 
-# Served by the worker pool: they may wait on locks or run long (see the module docstring).
-POOLED = frozenset({
+# Each API's kind of call, for the server's rule of where it runs (``core/dispatch.py``).
+KINDS: dict[str, int] = dict.fromkeys(HANDLERS, dispatch.INLINE)
+KINDS.update(dict.fromkeys((
     "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
     "ComputeSplitPointsBySize", "StartLocalTransaction", "CommitTransaction", "AbortTransaction",
     "BatchGetRow", "BatchWriteRow",
+    # GetStreamRecord scans the change log (up to 1000 records) and, on a closed shard,
+    # first waits for writes still on their way into it; DescribeStream walks the history
     "ListStream", "DescribeStream", "GetShardIterator", "GetStreamRecord",
-})
+), dispatch.POOLED))
+KINDS.update(dict.fromkeys(("PutRow", "UpdateRow", "DeleteRow"), dispatch.ROW_WRITE))
+KINDS["GetRange"] = dispatch.RANGE
 WITH_TRANSACTION = frozenset({"GetRow", "PutRow", "UpdateRow", "DeleteRow", "GetRange"})
-ROW_WRITES = frozenset({"PutRow", "UpdateRow", "DeleteRow"})
-# rows of a GetRange small enough to run on the loop, and bytes of the largest request
-# body run there: one rule for both protocols
-INLINE_RANGE_LIMIT, INLINE_BODY = native.INLINE_RANGE_LIMIT, native.INLINE_FRAME
 
 _STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
 _FRAMING_CODES = {413: REQUEST_TOO_LARGE, 405: METHOD_NOT_ALLOWED}
@@ -125,33 +110,25 @@ _CLOSE = "Connection: close\r\n"
 
 def pooled(api: str, request, size: int, transactions_open: bool = False) -> bool:
     """Whether ``request`` (of ``size`` bytes) may wait or run long, and so goes to the pool."""
-    if api in POOLED or size > INLINE_BODY:
-        return True
-    if api in WITH_TRANSACTION and request.transaction_id:
-        return True
-    if api in ROW_WRITES and transactions_open:
-        return True
-    return api == "GetRange" and not 0 < request.limit <= INLINE_RANGE_LIMIT
+    kind = KINDS[api]
+    return dispatch.pooled(kind, size, api in WITH_TRANSACTION and request.transaction_id,
+                           request.limit if kind == dispatch.RANGE else None, transactions_open)
 
 
 class TablestoreService:
     """Answers each framed request of every connection. Runs on the loop thread; only
     :meth:`_execute` runs on pool threads."""
 
-    def __init__(self, db: Database, keys: KeyStore, instance: str, capacity: int | None,
-                 pool: Executor, access_log: bool = False, busy_poll: int = 0) -> None:
-        """``busy_poll``: microseconds the loop polls for the next request after an
-        answer (``busypoll.py``; 0: it sleeps at once)."""
-        self.db = db
+    def __init__(self, core: Dispatcher, keys: KeyStore, instance: str, capacity: int | None,
+                 access_log: bool = False, upgrades: dict[str, Upgrade] | None = None) -> None:
+        """``upgrades``: API path -> the protocol a signed ``POST`` of it switches to."""
+        self.core = core
+        self.db: Database = core.db
         self.keys = keys
         self.instance = instance
         self.capacity = capacity
-        self.pool = pool
         self.access_log = access_log
-        self.draining = False
-        self.jobs = 0  # requests on the pool, not answered yet
-        self.loop: asyncio.AbstractEventLoop | None = None  # set before the first request
-        self.poll = BusyPoll(busy_poll, lambda: self.jobs)  # its loop is set with ``loop``
+        self.upgrades = dict(upgrades or {})
         self._clock = DateClock()
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex() + "-"
@@ -170,7 +147,7 @@ class TablestoreService:
             if content_md5(request.body) != request.headers["x-ots-contentmd5"]:
                 raise WidetableError("x-ots-contentmd5 does not match the body's MD5",
                                      "OTSParameterInvalid")
-            message = decode(api, request.body)
+            message = decode(api, request.body, self.upgrades)
         except WidetableError as exc:
             status, body = status_of(exc.code), error_body(exc.code, wire_message(exc))
             signed = None if exc.code == "OTSAuthFailed" else verified
@@ -179,8 +156,8 @@ class TablestoreService:
             log.exception("internal error checking %s", api[:64])
             body = error_body("OTSInternalServerError", f"internal error: {exc}")
             return self._answer(conn, request, 500, api, body, verified, close)
-        if message is UPGRADE_TO_NATIVE:
-            return self._upgrade(conn, request, verified, close)
+        if message is UPGRADE:
+            return self._upgrade(conn, request, api, verified, close)
         if pooled(api, message, len(request.body), self.db.transactions_open()):
             self._submit(conn, request, api, message, verified, close)
         else:
@@ -193,22 +170,10 @@ class TablestoreService:
 
     def _submit(self, conn: Connection, request: Request, api: str, message,
                 verified: Verified, close: bool) -> None:
-        self.jobs += 1
-        loop = self.loop
-        assert loop is not None, "the server sets the loop before serving"
+        def finish(answer: tuple[int, bytes]) -> None:
+            self._answer(conn, request, answer[0], api, answer[1], verified, close)
 
-        def finish(future: Future) -> None:
-            self.jobs -= 1
-            status, body = future.result()
-            self._answer(conn, request, status, api, body, verified, close)
-
-        def done(future: Future) -> None:  # on the pool thread
-            try:
-                loop.call_soon_threadsafe(finish, future)
-            except RuntimeError:  # the loop has stopped: drain's grace ran out
-                log.warning("%s finished after the server stopped; not answered", api)
-
-        self.pool.submit(self._execute, api, message).add_done_callback(done)
+        self.core.submit(self._execute, (api, message), finish, api)
 
     def _execute(self, api: str, message) -> tuple[int, bytes]:
         """Run one decoded request against the store: ``(status, body)``. Any thread."""
@@ -230,7 +195,7 @@ class TablestoreService:
     def _answer(self, conn: Connection, request: Request | None, status: int, api: str,
                 body: bytes, verified: Verified | None, close: bool) -> None:
         """Status line, headers (signed if ``verified``) and body, in one write."""
-        close = close or self.draining
+        close = close or self.core.draining
         head = (f"{self._head(status, api, content_md5(body), verified)}"
                 f"{_BODY_HEADERS}{len(body)}\r\n{_CLOSE if close else ''}\r\n")
         if self.access_log:
@@ -252,26 +217,28 @@ class TablestoreService:
         return (f"{status_line}x-ots-contentmd5: {md5}\r\nx-ots-requestid: {request_id}\r\n"
                 f"x-ots-date: {date}\r\n{_FIXED_HEADERS}{authorization}Date: {http_date}\r\n")
 
-    def _upgrade(self, conn: Connection, request: Request, verified: Verified, close: bool) -> None:
-        """Answer a signed ``POST /WidetableNative`` with ``101`` and switch the connection
-        to widetable's own protocol (``native.py``)."""
+    def _upgrade(self, conn: Connection, request: Request, api: str, verified: Verified,
+                 close: bool) -> None:
+        """Answer a signed ``POST /<api>`` of an upgrade with ``101`` and hand the
+        connection to that protocol (``Upgrade: <name>/<version>``)."""
+        upgrade = self.upgrades[api]
         asked = request.headers.get("upgrade", "").lower()
-        if asked != native.UPGRADE and asked.startswith(native.UPGRADE.split("/")[0] + "/"):
+        if asked != upgrade.token and asked.startswith(upgrade.token.split("/")[0] + "/"):
             # Another version of the protocol (a client of another release): it is not
             # served here, and the client goes on over Tablestore's protocol.
             body = error_body("OTSUnsupportOperation",
-                              f"this server speaks {native.UPGRADE}, not {asked}")
-            return self._answer(conn, request, 400, native.API, body, verified, close)
-        if asked != native.UPGRADE or close or self.draining:
+                              f"this server speaks {upgrade.token}, not {asked}")
+            return self._answer(conn, request, 400, api, body, verified, close)
+        if asked != upgrade.token or close or self.core.draining:
             body = error_body("OTSParameterInvalid",
-                              f"{native.API} switches protocols: send it with "
-                              f"'Upgrade: {native.UPGRADE}' and 'Connection: Upgrade'")
-            return self._answer(conn, request, 400, native.API, body, verified, close)
-        head = (f"{self._head(101, native.API, content_md5(b''), verified)}"
-                f"Upgrade: {native.UPGRADE}\r\nConnection: Upgrade\r\n\r\n")
+                              f"{api} switches protocols: send it with "
+                              f"'Upgrade: {upgrade.token}' and 'Connection: Upgrade'")
+            return self._answer(conn, request, 400, api, body, verified, close)
+        head = (f"{self._head(101, api, content_md5(b''), verified)}"
+                f"Upgrade: {upgrade.token}\r\nConnection: Upgrade\r\n\r\n")
         if self.access_log:
             self._log(conn, request, 101, 0)
-        native.switch(conn, self, conn.hand_off(head.encode("latin-1")))
+        upgrade.switch(conn, conn.hand_off(head.encode("latin-1")))
 
     @staticmethod
     def _log(conn: Connection, request: Request | None, status: int, size: int) -> None:
@@ -279,15 +246,16 @@ class TablestoreService:
         log.info('%s "%s" %d %d', conn.peer, line, status, size)
 
 
-def decode(api: str, body: bytes):
-    """The request message of ``api`` in ``body``; OTSUnsupportOperation or
-    OTSParameterInvalid if there is no such API or the body is not one."""
+def decode(api: str, body: bytes, upgrades: dict | frozenset = frozenset()):
+    """The request message of ``api`` in ``body`` (``UPGRADE`` for an API in ``upgrades``);
+    OTSUnsupportOperation or OTSParameterInvalid if there is no such API or the body is
+    not one."""
     cls = _REQUEST_CLASSES.get(api)
     if cls is None:
-        if api == native.API:
+        if api in upgrades:
             if body:
                 raise WidetableError(f"{api} has no body", "OTSParameterInvalid")
-            return UPGRADE_TO_NATIVE
+            return UPGRADE
         if api in LATER:
             raise WidetableError(f"{api} is not supported yet: widetable does not serve "
                                  f"{LATER[api]}", UNSUPPORTED_OPERATION)

@@ -30,12 +30,12 @@ iterator).
 
 from __future__ import annotations
 
-from ..db import Database
-from ..errors import ObjectNotExist, ParameterInvalid, describe
-from ..stream.log import StreamRecord
-from . import convert, plainbuffer
-from .plainbuffer import Cell, PlainRow, SeqInfo
-from .proto import enum_value, pb
+from ...db import Database
+from ...errors import ObjectNotExist, ParameterInvalid, describe
+from ...stream.log import StreamRecord
+from ...wire import convert, plainbuffer
+from ...wire.plainbuffer import Cell, PlainRow, SeqInfo
+from ...wire.proto import enum_value, pb
 
 DEFAULT_RECORD_LIMIT = 100
 _ACTIVE = enum_value("StreamStatus", "STREAM_ACTIVE")

@@ -30,15 +30,14 @@ bytes the service gives :meth:`Connection.respond`.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Protocol
 
-from .busypoll import BusyPoll
+from ..core.connection import FramedConnection
+from ..core.dispatch import Dispatcher
 
 MAX_HEAD = 65536  # bytes of the request line and headers
 MAX_HEADERS = 100
-READ_AHEAD = 256 * 1024  # bytes buffered behind a request being served before reading pauses
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
@@ -67,9 +66,6 @@ class BadRequest(Exception):
 
 
 class Service(Protocol):
-    draining: bool
-    poll: BusyPoll  # told of each request's arrival and each answer (``busypoll.py``)
-
     def handle(self, conn: Connection, request: Request) -> None:
         """Answer ``request`` with one ``conn.respond``, now or later (from the loop thread)."""
 
@@ -141,107 +137,12 @@ def body_length(headers: dict[str, str], limit: int) -> int:
     return length
 
 
-class FramedConnection(asyncio.Protocol):
-    """What a connection shares with any protocol it speaks (HTTP here, widetable's own
-    in ``native.py``): its receive buffer, back pressure, the ``busy`` / ``last_active``
-    / ``idle`` / ``close`` that the server's idle sweep and drain use, and the loop
-    that frames and hands on buffered requests one at a time (``_take``)."""
-
-    def __init__(self, service: Service, connections: set) -> None:
-        self.service = service
-        self.connections = connections
-        self.transport: asyncio.Transport | None = None
-        self.peer = ""
-        self.last_active = time.monotonic()
-        self.busy = False  # a request is being served; its answer is not written yet
-        self.closing = False
-        self._buffer: bytes | bytearray = b""
-        self._pumping = False
-        self._write_paused = False
-        self._read_paused = False
-        # The client half-closed: close once the whole requests received before it are
-        # all answered (the rest of the buffer can never become one).
-        self._eof = False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closing = True
-        self.connections.discard(self)
-
-    def data_received(self, data: bytes) -> None:
-        self.service.poll.arrived()
-        self.last_active = time.monotonic()
-        if self.closing:
-            return
-        buffer = self._buffer
-        if not buffer:
-            self._buffer = data
-        else:
-            if type(buffer) is bytes:
-                buffer = self._buffer = bytearray(buffer)
-            buffer += data
-        if self.busy:
-            if len(self._buffer) > READ_AHEAD:
-                self._pause_reading()
-        else:
-            self._pump()
-
-    def pause_writing(self) -> None:
-        self._write_paused = True
-        self._pause_reading()
-
-    def resume_writing(self) -> None:
-        self._write_paused = False
-        if not self.busy:
-            self._pump()
-
-    def _pump(self) -> None:
-        """Frame and hand on buffered requests, one at a time, while nothing is in flight;
-        then, after a half-close (``_eof``), close once they are all answered. A request
-        on the pool, or a full write buffer, leaves that for later: its answer or
-        ``resume_writing`` pumps again."""
-        if self._pumping:
-            return
-        self._pumping = True
-        try:
-            while self._buffer and not (self.busy or self.closing or self._write_paused):
-                if not self._take():
-                    break
-        finally:
-            self._pumping = False
-        if self.busy or self._write_paused or self.closing:
-            return
-        if self._eof:
-            self.close()
-        elif self._read_paused:
-            self._read_paused = False
-            self.transport.resume_reading()  # type: ignore[union-attr]
-
-    def _take(self) -> bool:
-        """Frame the next buffered request and hand it on; False to wait for more bytes
-        (or after refusing the connection)."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Close after the written answers go out."""
-        self.closing = True
-        if self.transport is not None:
-            self.transport.close()
-
-    def idle(self) -> bool:
-        """No request is being served or partly received."""
-        return not (self.busy or self._buffer)
-
-    def _pause_reading(self) -> None:
-        if not self._read_paused and not self.closing:
-            self._read_paused = True
-            self.transport.pause_reading()  # type: ignore[union-attr]
-
-
 class Connection(FramedConnection):
     """One client connection: frames HTTP requests, hands them to the service, writes answers."""
 
-    def __init__(self, service: Service, connections: set[Connection], max_body: int) -> None:
-        super().__init__(service, connections)
+    def __init__(self, service: Service, core: Dispatcher, connections: set[Connection],
+                 max_body: int) -> None:
+        super().__init__(service, core, connections)
         self.max_body = max_body
         self._pending: tuple[Request, int, int] | None = None  # a head whose body is arriving
         self._tls = False
@@ -315,10 +216,10 @@ class Connection(FramedConnection):
             self.closing = True
             return
         transport.write(data)
-        if close or self.service.draining:
+        if close or self.core.draining:
             self.close()
             return
-        self.service.poll.answered()
+        self.core.poll.answered()
         self.busy = False
         if not self._pumping:  # else the pump that framed this request goes on after it
             self._pump()
@@ -328,7 +229,7 @@ class Connection(FramedConnection):
         caller gives the transport another protocol. Returns the bytes received
         after the upgrade request, which belong to that protocol. Reading or writing
         may be paused (back pressure); that protocol takes the pause over, as nothing
-        here will resume it (``native.switch``)."""
+        here will resume it (the new protocol's ``Upgrade.switch``)."""
         self.last_active = time.monotonic()
         self.transport.write(answer)  # type: ignore[union-attr]
         self.busy = True  # for good: nothing more is framed here

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from widetable import INF_MAX, INF_MIN
-from widetable.server import plainbuffer as pbuf
-from widetable.server.plainbuffer import Cell, PlainRow
+from widetable.wire import plainbuffer as pbuf
+from widetable.wire.plainbuffer import Cell, PlainRow
 
 sdk = pytest.importorskip("tablestore.plainbuffer.plain_buffer_builder")
 from tablestore.plainbuffer.plain_buffer_coded_stream import PlainBufferCodedInputStream

@@ -16,12 +16,12 @@ seconds, so DescribeTable rounds a retention set in seconds up to whole hours.
 
 from __future__ import annotations
 
-from ..db import Database, TableDescription
-from ..errors import ParameterInvalid
-from ..keys.codec import INF_MIN
-from ..table.schema import AUTO_INCREMENT, FOREVER
-from . import convert, plainbuffer
-from .proto import pb
+from ...db import Database, TableDescription
+from ...errors import ParameterInvalid
+from ...keys.codec import INF_MIN
+from ...table.schema import AUTO_INCREMENT, FOREVER
+from ...wire import convert, plainbuffer
+from ...wire.proto import pb
 
 
 def _index_args(meta) -> dict:

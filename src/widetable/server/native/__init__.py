@@ -1,0 +1,5 @@
+"""widetable's own protocol on the server (``service.py``); its codec is ``wire/native.py``."""
+
+from .service import upgrade
+
+__all__ = ["upgrade"]
