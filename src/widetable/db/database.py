@@ -31,6 +31,7 @@ from ..table.table import Table
 from ..table.transaction import DEFAULT_TIMEOUT, LocalTransaction, TransactionRegistry
 from .background import DEFAULT_MAINTENANCE_INTERVAL, DEFAULT_PURGE_INTERVAL, Background
 from .catalog import Catalog, TableDescription, TableIds
+from .format import check_format
 
 ROW_LOCK_STRIPES = DEFAULT_STRIPES  # enough for a GIL-bound process; a 200-row batch takes ~140
 
@@ -46,7 +47,16 @@ class Database:
         clock: Callable[[], float] | None = None,
     ) -> None:
         """``clock`` (unix seconds) drives partition passes, statistics and throttling
-        instead of the wall clock: simulators pass a virtual one (widetable.design)."""
+        instead of the wall clock: simulators pass a virtual one (widetable.design).
+
+        Checks the store's format version first (``db/format.py``): a store of an older
+        version is upgraded, one of a newer version refused (``OTSNotSupported``) and
+        its engine closed."""
+        try:
+            check_format(engine, getattr(engine, "path", None))
+        except BaseException:
+            engine.close()
+            raise
         ctx = self._ctx = StoreContext(engine, RowLocks(ROW_LOCK_STRIPES))
         self._engine = engine
         self._row_locks = ctx.row_locks.stripes

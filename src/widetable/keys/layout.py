@@ -5,6 +5,7 @@ place that builds key bytes (with ``codec``); ``docs/format.md`` is the record.
 
 ::
 
+    0x00 name                         store metadata: "format_version" -> uint32 big-endian
     0x01 name                         catalog: table name -> table schema (JSON)
     0x02 name                         counters: name -> uint64 big-endian
     0x03 table_id:u32 kind:u8         partitions: 0x00 map + split history, 0x01 samples
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from . import codec
 
+META = b"\x00"  # DO NOT CHANGE: embedded in on-disk data
 CATALOG = b"\x01"  # DO NOT CHANGE: embedded in on-disk data
 COUNTERS = b"\x02"  # DO NOT CHANGE: embedded in on-disk data
 PARTITIONS = b"\x03"  # DO NOT CHANGE: embedded in on-disk data
@@ -43,6 +45,14 @@ PARTITION_SAMPLES = 1  # DO NOT CHANGE: kind byte of the key-sample record
 
 MAX_TABLE_ID = 2**32 - 1
 ROW_PK_OFFSET = 5  # len(ROWS + table id): a row key's encoded primary key starts here
+
+
+def meta_key(name: str) -> bytes:
+    """A store-wide metadata record, e.g. ``meta_key("format_version")``."""
+    return META + name.encode("utf-8")
+
+
+FORMAT_VERSION_KEY = META + b"format_version"  # DO NOT CHANGE: read before anything else
 
 
 def catalog_key(table_name: str) -> bytes:
@@ -91,6 +101,14 @@ def auto_increment_range(table_id: int) -> tuple[bytes, bytes]:
     return prefix, codec.prefix_end(prefix)
 
 
+def _successor(prefix: bytes) -> bytes:
+    """The first key after every key that starts with ``prefix``, for prefixes that end in
+    fixed-width integers (whose next byte may be 0xFF, so ``prefix + 0xFF`` would cut
+    keys off): the prefix, trailing 0xFF bytes dropped, plus one."""
+    stripped = prefix.rstrip(b"\xff")
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
 def change_log_prefix(table_id: int) -> bytes:
     """The prefix of every change record of ``table_id``."""
     return CHANGE_LOG + table_id.to_bytes(4, "big")
@@ -116,15 +134,15 @@ def change_log_range(table_id: int, shard: int | None = None, after: int = -1) -
     """Half-open range of the change records of ``table_id`` (one ``shard``: those with seq > ``after``)."""
     prefix = CHANGE_LOG + table_id.to_bytes(4, "big")
     if shard is None:
-        return prefix, codec.prefix_end(prefix)
+        return prefix, _successor(prefix)
     prefix += shard.to_bytes(4, "big")
-    return prefix + (after + 1).to_bytes(8, "big"), codec.prefix_end(prefix)
+    return prefix + (after + 1).to_bytes(8, "big"), _successor(prefix)
 
 
 def change_log_shards_from(table_id: int, shard: int) -> tuple[bytes, bytes]:
     """Half-open range of the change records of ``table_id`` in shards ``>= shard``."""
     prefix = CHANGE_LOG + table_id.to_bytes(4, "big")
-    return prefix + shard.to_bytes(4, "big"), codec.prefix_end(prefix)
+    return prefix + shard.to_bytes(4, "big"), _successor(prefix)
 
 
 def decode_change_log_key(key: bytes) -> tuple[int, int, int]:
@@ -149,8 +167,9 @@ def checkpoint_key(consumer_id: int, shard: int) -> bytes:
 
 
 def checkpoint_range(consumer_id: int) -> tuple[bytes, bytes]:
+    """Half-open range of every checkpoint of ``consumer_id``."""
     prefix = CHECKPOINTS + consumer_id.to_bytes(4, "big")
-    return prefix, codec.prefix_end(prefix)
+    return prefix, _successor(prefix)
 
 
 def decode_checkpoint_key(key: bytes) -> tuple[int, int]:
@@ -217,6 +236,8 @@ def pretty(key: bytes) -> str:
     if not key:
         return "/Min"
     head = key[:1]
+    if head == META:
+        return f"/Meta/{key[1:].decode('utf-8', 'replace')!r}"
     if head == CATALOG:
         return f"/Catalog/{key[1:].decode('utf-8', 'replace')!r}"
     if head == COUNTERS:
