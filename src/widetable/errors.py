@@ -20,6 +20,7 @@ PARTITION_UNAVAILABLE = "OTSPartitionUnavailable"
 ROW_OPERATION_CONFLICT = "OTSRowOperationConflict"
 SESSION_NOT_EXIST = "OTSSessionNotExist"
 INTERNAL_SERVER_ERROR = "OTSInternalServerError"
+SERVER_UNAVAILABLE = "OTSServerUnavailable"
 NOT_SUPPORTED = "OTSNotSupported"
 TRIMMED_DATA_ACCESS = "OTSTrimmedDataAccess"
 
@@ -81,6 +82,29 @@ class PartitionUnavailable(WidetableError):
     """The partition is being split or merged; retry shortly."""
 
     code = PARTITION_UNAVAILABLE
+
+
+class StorageError(WidetableError):
+    """The storage engine failed. ``kind`` says how, and picks the code:
+
+    * ``"closed"``: the store is closed (``OTSServerUnavailable``);
+    * ``"busy"``: the engine asks to try again (RocksDB Busy, TryAgain, TimedOut;
+      ``OTSServerBusy``, which retriers retry);
+    * ``"io"``: reading or writing the disk failed (RocksDB IO error, such as a full
+      disk; ``OTSInternalServerError``);
+    * ``"corruption"``: stored data failed its checks (``OTSInternalServerError``);
+    * ``"other"``: any other engine error (``OTSInternalServerError``).
+    """
+
+    CODES = {"closed": SERVER_UNAVAILABLE, "busy": SERVER_BUSY, "io": INTERNAL_SERVER_ERROR,
+             "corruption": INTERNAL_SERVER_ERROR, "other": INTERNAL_SERVER_ERROR}
+
+    def __init__(self, message: str, code: str | None = None, kind: str = "other") -> None:
+        super().__init__(message, code or self.CODES.get(kind, INTERNAL_SERVER_ERROR))
+        self.kind = kind
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.code, self.kind))
 
 
 class RowOperationConflict(WidetableError):

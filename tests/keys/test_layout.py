@@ -44,14 +44,22 @@ def test_prefixes_are_drawn_in_sort_order() -> None:
     assert drawn == [
         (0x00, "store metadata"), (0x01, "catalog"), (0x02, "counters"), (0x03, "partitions"), (0x04, "statistics"),
         (0x05, "auto-increment"), (0x06, "change log"), (0x07, "checkpoints"),
-        (0x08, "index refs"), (0x10, "table rows"),
+        (0x08, "index refs"), (0x0A, "search indexes"), (0x10, "table rows"),
     ]
     assert [b for b, _ in drawn] == sorted(b for b, _ in drawn)
     assert [bytes([b]) for b, _ in drawn] == [
         layout.META, layout.CATALOG, layout.COUNTERS, layout.PARTITIONS, layout.STATS,
         layout.AUTO_INCREMENT, layout.CHANGE_LOG, layout.CHECKPOINTS, layout.INDEX_REFS,
-        layout.ROWS,
+        layout.SEARCH_INDEXES, layout.ROWS,
     ]
+
+
+def test_search_index_key_golden() -> None:
+    key = layout.search_index_key(7, "ix")
+    assert key == b"\x0a\x00\x00\x00\x07ix"
+    assert layout.pretty(key) == "/SearchIndex/7/'ix'"
+    assert layout.search_index_range(7)[0] <= key < layout.search_index_range(7)[1]
+    assert not layout.search_index_range(8)[0] <= key < layout.search_index_range(8)[1]
 
 
 @given(st.text(alphabet="abcXYZ_09", min_size=1, max_size=30), table_ids, pk_tuples)

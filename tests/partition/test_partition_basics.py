@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from tests.conftest import open_store
+from widetable import INF_MAX, INF_MIN
 from widetable.errors import WidetableError
 from widetable.keys import layout
 from widetable.keys.builders import hash_prefix
@@ -275,3 +276,63 @@ def test_parallel_scan_returns_every_row_once(store, ordered: bool) -> None:
     assert next(it) is not None
     it.close()
     assert not [th for th in threading.enumerate() if th.name.startswith("widetable-scan")]
+
+
+def _reads_by_start(db, name: str) -> dict:
+    out: dict = {}
+    for b in db.table_stats(name)["buckets"]:
+        for r in b["partitions"]:
+            reads, nbytes = out.get(r["start"], (0, 0))
+            out[r["start"]] = (reads + r["reads"], nbytes + r["bytes_read"])
+    return out
+
+
+@pytest.mark.parametrize("how", ["plain", "columns", "backward", "backward columns", "stored"])
+def test_a_range_read_counts_on_every_partition_it_reads(store, how) -> None:
+    """Scan load reaches every partition a page reads, by rows and bytes, not one op on the
+    first: the statistics (Key Visualizer), load splits and throttling see it."""
+    t = store.create_table("t", [("k", "STRING")], split_points=["g", "p"])
+    keys = [f"{c}{i:02d}" for c in "abhqz" for i in range(20)]
+    store.batch_write_row([("t", "put", (k,), {"v": "x" * 50}) for k in keys])
+    store.maintain_partitions("t")
+    before = _reads_by_start(store, "t")
+    columns = ["v"] if "columns" in how else None
+    if how == "stored":
+        blobs, nxt = t.stored_range((INF_MIN,), (INF_MAX,))
+        assert len(blobs) == 100 and nxt is None
+    elif how.startswith("backward"):
+        got = t.get_range((INF_MAX,), (INF_MIN,), direction="backward", columns=columns)
+        assert len(got.rows) == 100
+    else:
+        assert len(t.get_range((INF_MIN,), (INF_MAX,), columns=columns).rows) == 100
+    after = _reads_by_start(store, "t")
+    delta = {s: (after[s][0] - before.get(s, (0, 0))[0], after[s][1] - before.get(s, (0, 0))[1])
+             for s in after}
+    assert {s: r for s, (r, _) in delta.items()} == {None: 40, "g": 20, "p": 40}
+    assert all(nbytes >= 50 * rows for rows, nbytes in delta.values())
+
+
+def test_a_page_within_one_partition_counts_its_rows(store) -> None:
+    t = store.create_table("t", [("k", "STRING")], split_points=["m"])
+    store.batch_write_row([("t", "put", (f"a{i:02d}",), {"v": i}) for i in range(30)])
+    assert len(t.get_range(("a05",), ("a15",)).rows) == 10
+    assert len(t.get_range(("zz",), (INF_MAX,)).rows) == 0  # an empty page counts one read
+    reads = _reads_by_start(store, "t")
+    assert reads[None][0] == 10 and reads["m"][0] == 1
+
+
+def test_scan_load_is_throttled(tmp_path) -> None:
+    """With capacity on, a page takes a token per 4 KB it read: a large scan leaves the
+    partition in debt, and the reads after it are refused until it refills."""
+    db = open_store(tmp_path / "s", "rocksdb", maintenance_interval=None)
+    try:
+        t = db.create_table("t", [("k", "STRING")])
+        db.batch_write_row([("t", "put", (f"k{i:03d}",), {"v": "x" * 1000}) for i in range(100)])
+        db.update_table("t", capacity=5)
+        t.get_row(("k001",))  # a point read takes one token
+        assert len(t.get_range((INF_MIN,), (INF_MAX,)).rows) == 100
+        with pytest.raises(WidetableError) as err:
+            t.get_row(("k001",))
+        assert err.value.code == "OTSServerBusy"
+    finally:
+        db.close()

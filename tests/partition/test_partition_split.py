@@ -5,6 +5,9 @@ from __future__ import annotations
 import random
 import threading
 
+import pytest
+
+from widetable.errors import WidetableError
 from widetable.keys.builders import hash_prefix
 
 LOAD = dict(split_load=1, split_load_window=0, merge_window=10**6)
@@ -184,3 +187,55 @@ def test_a_write_routed_before_a_split_or_merge_counts_where_it_landed(store) ->
     record_write(left, key, 100, None)  # routed to a merged-away partition
     (merged,) = router.parts
     assert merged.est_rows == 12
+
+
+def _failing_store(tp, failures: list[int]):
+    """Make the next ``failures[0]`` map stores of ``tp`` raise, as a full disk would."""
+    real = tp.store
+
+    def store(blob: bytes) -> None:
+        if failures[0] > 0:
+            failures[0] -= 1
+            raise WidetableError("IO error: No space left on device (injected)")
+        real(blob)
+
+    tp.store = store
+
+
+def test_a_failed_map_store_rolls_the_split_or_merge_back(store) -> None:
+    t = store.create_table("t", [("k", "STRING")], capacity=1000, merge_window=10**6)
+    for i in range(20):
+        t.put_row((f"k{i:02d}",), {"v": i})
+    tp = store._partitions.partitions(t)
+    failures = [1]
+    _failing_store(tp, failures)
+    with pytest.raises(WidetableError, match="No space"):
+        store.split_partition("t", "k10")
+    d = store.describe_table("t")
+    assert [(p.start, p.state) for p in d.partitions] == [(None, "serving")]
+    assert d.split_history == []
+    t.put_row(("k05",), {"v": "after"})  # capacity on: a SPLITTING partition would refuse it
+    assert t.get_row(("k05",))["v"] == "after"
+    store.split_partition("t", "k10")  # tried again, it goes through
+    assert [p.start for p in store.describe_table("t").partitions] == [None, "k10"]
+    failures[0] = 1
+    with pytest.raises(WidetableError, match="No space"):
+        store.merge_partitions("t", 0)
+    d = store.describe_table("t")
+    assert [(p.start, p.state) for p in d.partitions] == [(None, "serving"), ("k10", "serving")]
+    assert [e.kind for e in d.split_history] == ["split"]
+    store.merge_partitions("t", 0)
+    assert len(store.describe_table("t").partitions) == 1
+    assert [r.primary_key[0] for r in t.scan()] == [f"k{i:02d}" for i in range(20)]
+
+
+def test_blind_overwrites_do_not_split_a_small_partition(store) -> None:
+    """Blind puts cannot tell a new row from a replaced one, so the estimate drifts up;
+    a read of the partition before a size split puts it right, and nothing splits."""
+    store.create_table("t", [("k", "STRING")], split_size=20_000, merge_window=10**6)
+    for _ in range(50):
+        store.batch_write_row([("t", "put", (f"k{j:02d}",), {"v": "x" * 40}) for j in range(20)])
+    assert store.describe_table("t").partitions[0].bytes > 20_000  # the drifted estimate
+    assert store.maintain_partitions("t") == 0
+    (p,) = store.describe_table("t").partitions
+    assert p.rows == 20 and p.bytes < 2_000

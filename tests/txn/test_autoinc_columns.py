@@ -228,3 +228,47 @@ def test_no_local_transactions_on_auto_increment_tables(db, table):
     with pytest.raises(WidetableError) as err:
         db.start_local_transaction("log", "u")
     assert err.value.code == "OTSParameterInvalid"
+
+
+def test_an_explicit_top_value_never_exhausts_the_counter(db, table):
+    """A concrete value of 2**63-1 (or anything in the reserved range above the counter)
+    is refused and changes nothing; a value just below the range leaves values to assign."""
+    t = table(pk=PK)
+
+    def batch_put(value: int) -> None:
+        error = db.batch_write_row([(t.name, "put", ("u", value), {"x": 1})])[0].error
+        if error is not None:
+            raise error
+
+    for write in (
+        lambda v: t.put_row(("u", v), {"x": 1}),
+        lambda v: t.update_row(("u", v), put={"x": 1}),
+        batch_put,
+    ):
+        for value in (2**63 - 1, autoinc.RESERVED_START):
+            with pytest.raises(WidetableError) as err:
+                write(value)
+            assert err.value.code == "OTSParameterInvalid"
+            assert str(value) in err.value.message and "reserved" in err.value.message
+    assert list(t.scan()) == []
+    assert db._engine.get(autoinc.counter_key(t, "u")) is None
+    t.put_row(("u", autoinc.RESERVED_START - 1), {"x": 1})
+    assigned = [t.put_row(("u", AUTO_INCREMENT), {"x": 2}).primary_key[1] for _ in range(3)]
+    assert assigned == [autoinc.RESERVED_START + i for i in range(3)]
+    # An assigned value in the range, written back, is a row like any other.
+    t.put_row(("u", assigned[0]), {"x": 3})
+    t.update_row(("u", assigned[1]), put={"x": 4})
+    assert t.get_row(("u", assigned[0]))["x"] == 3 and t.get_row(("u", assigned[1]))["x"] == 4
+
+
+def test_counter_cache_is_bounded(db, table, monkeypatch):
+    monkeypatch.setattr(autoinc, "CACHE_LIMIT", 50)
+    t = table(pk=PK)
+    first = {}
+    for i in range(200):
+        first[f"u{i}"] = t.put_row((f"u{i}", AUTO_INCREMENT), {"x": i}).primary_key[1]
+    assert len(db._autoinc._last) <= 50
+    # Evicted counters come back from the engine: values still only go up.
+    monkeypatch.setattr(autoinc.time, "time_ns", lambda: 0)
+    for user in ("u0", "u199"):
+        assert t.put_row((user, AUTO_INCREMENT), {"x": 0}).primary_key[1] == first[user] + 1

@@ -297,3 +297,39 @@ def test_no_lost_updates_between_transactions_and_plain_writers(db, t):
         th.join(60)
     assert done == {"txn": 120, "plain": 600}
     assert t.get_row(("u1", "balance"))["v"] == 100 + 120 + 600
+
+
+def test_close_waits_for_a_commit_in_flight(db):
+    """TransactionRegistry.close() ends each transaction under its lock: a commit racing it
+    writes its rows together with their local-index entries (and change records), never
+    rows alone."""
+    db.create_table("t", PK, defined_columns=[("c", "STRING")])
+    db.create_index("t", "l", ["user", "c"], index_type="LOCAL", progress=False)
+    txn = db.start_local_transaction("t", "u1")
+    txn.put_row(("u1", "a"), {"c": "x"})
+    key = db.table("t")._key(("u1", "a"))[1]
+    stripe = db._row_locks[hash(key) & (len(db._row_locks) - 1)]
+    errors: list[BaseException] = []
+
+    def run(call):
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    stripe.acquire()  # the commit builds its batch, then waits here for the row's lock
+    try:
+        committer = threading.Thread(target=run, args=(txn.commit,))
+        committer.start()
+        time.sleep(0.2)
+        closer = threading.Thread(target=run, args=(db._txns.close,))
+        closer.start()
+        time.sleep(0.2)
+    finally:
+        stripe.release()
+    committer.join(10)
+    closer.join(10)
+    assert not errors
+    assert txn.state == "committed"
+    assert db.table("t").get_row(("u1", "a"))["c"] == "x"
+    assert [r.primary_key for r in db.table("l").scan()] == [("u1", "x", "a")]

@@ -22,6 +22,8 @@ DEFAULT_CAPACITY = 20000
 DEFAULT_BUSY_POLL_US = 200
 MAX_BUSY_POLL_US = 100_000  # wire/busypoll.py's MAX_WINDOW_US (not imported: the
 # command line starts without loading the server)
+DEFAULT_MAX_CONNECTIONS = 512  # server/core/dispatch.py's MAX_CONNECTIONS
+DEFAULT_REQUEST_TIMEOUT = 30.0  # server/app.py's REQUEST_TIMEOUT
 
 
 @command("serve")
@@ -38,7 +40,8 @@ def serve(
     instance: Annotated[str, typer.Option(help="Instance name clients must send.")] = "widetable",
     keys: Annotated[
         str | None,
-        typer.Option("--keys", help='TOML file of access keys: [access_keys] id = "secret".'),
+        typer.Option("--keys", help='TOML file of access keys: [access_keys] id = "secret", or '
+                     'id = { secret = "...", read_only = true } for a key that may only read.'),
     ] = None,
     tls_cert: Annotated[str | None, typer.Option("--tls-cert", help="TLS certificate (PEM).")] = None,
     tls_key: Annotated[str | None, typer.Option("--tls-key", help="TLS private key (PEM).")] = None,
@@ -61,6 +64,17 @@ def serve(
                      "sleeping: a client calling back to back is served sooner, for up to "
                      "this much CPU per answer (stops after idle windows); 0 = off."),
     ] = DEFAULT_BUSY_POLL_US,
+    max_connections: Annotated[
+        int,
+        typer.Option("--max-connections", min=1,
+                     help="Open client connections at most; one more is answered OTSServerBusy."),
+    ] = DEFAULT_MAX_CONNECTIONS,
+    request_timeout: Annotated[
+        float,
+        typer.Option("--request-timeout", min=0.001, metavar="SECONDS",
+                     help="A request must arrive whole this long after its first byte, "
+                     "or its connection is closed."),
+    ] = DEFAULT_REQUEST_TIMEOUT,
 ) -> None:
     """Serve the store with Tablestore's protocol: the official SDKs and widetable.connect work.
 
@@ -83,7 +97,8 @@ def serve(
     database = _db.open(path, sync=sync, cache_mb=cache_mb)
     try:
         server = WidetableServer(database, store, host, port, instance, tls_cert, tls_key, access_log,
-                                 capacity=capacity, unix_socket=unix_socket, busy_poll=busy_poll)
+                                 capacity=capacity, unix_socket=unix_socket, busy_poll=busy_poll,
+                                 max_connections=max_connections, request_timeout=request_timeout)
     except BaseException:
         new.discard(database)  # a new store that could not be served: not left behind
         raise
@@ -120,7 +135,8 @@ def _banner(server, path: str, store, generated: bool) -> None:
         print(f"    id:      {key_id}")
         print(f"    secret:  {secret}")
     else:
-        print(f"  access key ids: {', '.join(store.ids)}")
+        print(f"  access key ids: "
+              f"{', '.join(i + (' (read-only)' if i in store.read_only else '') for i in store.ids)}")
     print("  official SDK:")
     print("    from tablestore import OTSClient")
     print(f"    client = OTSClient('{server.endpoint}', '{key_id}', '{secret}', '{server.instance}')")

@@ -19,6 +19,8 @@ from ..index.manager import IndexManager
 from ..index.verify import IndexReport
 from ..partition import scan as partition_scan
 from ..partition.manager import PartitionManager
+from ..search.changes import LogSource
+from ..search.manager import SearchManager, search_root
 from ..storage import Engine, open_engine
 from ..stream import api as stream_api
 from ..stream.consumers import ChangeLog
@@ -32,11 +34,12 @@ from ..table.transaction import DEFAULT_TIMEOUT, LocalTransaction, TransactionRe
 from .background import DEFAULT_MAINTENANCE_INTERVAL, DEFAULT_PURGE_INTERVAL, Background
 from .catalog import Catalog, TableDescription, TableIds
 from .format import check_format
+from .search import SearchFacade
 
 ROW_LOCK_STRIPES = DEFAULT_STRIPES  # enough for a GIL-bound process; a 200-row batch takes ~140
 
 
-class Database:
+class Database(SearchFacade):
     """A store of wide tables. Thread-safe; close it (or use ``with``) when done."""
 
     def __init__(
@@ -75,6 +78,9 @@ class Database:
         self._catalog = ctx.catalog = Catalog(ctx, self._indexes, self._ddl_lock,
                                               self._background.max_versions_lowered)
         self._catalog.load()
+        self._search = SearchManager(engine, search_root(ctx.path), self._catalog.base_table,
+                                     ctx.ids.take, LogSource(ctx.changelog))
+        self._search.open(self._tables)
         self._background.start()
 
     # -- lifecycle --------------------------------------------------------------
@@ -101,6 +107,7 @@ class Database:
         if self._ctx.closed:
             return
         self._background.signal_stop()
+        self._search.close()
         self._txns.close()
         self._indexes.close()
         self._background.join(timeout=10)
@@ -193,8 +200,10 @@ class Database:
         )
 
     def delete_table(self, name: str) -> None:
-        """Drop a table and all its rows."""
-        self._catalog.delete_table(name)
+        """Drop a table and all its rows (and its search indexes)."""
+        with self._ddl_lock:
+            self._search.drop_table(self._base_table(name))
+            self._catalog.delete_table(name)
 
     # -- secondary indexes and the change stream -----------------------------------
 

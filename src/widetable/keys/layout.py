@@ -14,11 +14,12 @@ place that builds key bytes (with ``codec``); ``docs/format.md`` is the record.
     0x06 table_id:u32 shard:u32 seq:u64  change log: one record per committed write
     0x07 consumer_id:u32 shard:u32    checkpoints: last change-log seq a consumer applied
     0x08 index_id:u32 base-pk-tuple   index refs: the global-index key of one base row
+    0x0A table_id:u32 name            search indexes: definition (JSON); documents live in tantivy
     0x10 table_id:u32 pk-tuple        table rows: one key per row, value = row blob
 
 Index rows (local and global) are table rows under 0x10 with the index's own
 table id from the same counter, so an index reads like a table. Prefixes
-0x09-0x0F and 0x11-0x1F are reserved for later layers. Partition boundaries are row keys cut after the first primary-key
+0x09, 0x0B-0x0F and 0x11-0x1F are reserved for later layers. Partition boundaries are row keys cut after the first primary-key
 element (``partition_prefix``), so one partition-key value never spans two
 partitions.
 
@@ -38,6 +39,7 @@ AUTO_INCREMENT = b"\x05"  # DO NOT CHANGE: embedded in on-disk data
 CHANGE_LOG = b"\x06"  # DO NOT CHANGE: embedded in on-disk data
 CHECKPOINTS = b"\x07"  # DO NOT CHANGE: embedded in on-disk data
 INDEX_REFS = b"\x08"  # DO NOT CHANGE: embedded in on-disk data
+SEARCH_INDEXES = b"\x0a"  # DO NOT CHANGE: embedded in on-disk data
 ROWS = b"\x10"  # DO NOT CHANGE: embedded in on-disk data
 
 PARTITION_MAP = 0  # DO NOT CHANGE: kind byte of the partition map record
@@ -193,6 +195,16 @@ def index_ref_range(index_id: int) -> tuple[bytes, bytes]:
     return prefix, codec.prefix_end(prefix)
 
 
+def search_index_key(table_id: int, name: str) -> bytes:
+    """Where the catalog keeps the definition of search index ``name`` of a table."""
+    return SEARCH_INDEXES + table_id.to_bytes(4, "big") + name.encode("utf-8")
+
+
+def search_index_range(table_id: int | None = None) -> tuple[bytes, bytes]:
+    prefix = SEARCH_INDEXES if table_id is None else SEARCH_INDEXES + table_id.to_bytes(4, "big")
+    return prefix, codec.prefix_end(prefix)
+
+
 def partition_prefix(row_key: bytes) -> bytes:
     """``row_key`` cut after its first primary-key element: the key's partition-key prefix.
 
@@ -264,6 +276,8 @@ def pretty(key: bytes) -> str:
         except Exception:
             return f"/IndexRef/{int.from_bytes(key[1:5], 'big')}/?{key[5:].hex()}"
         return f"/IndexRef/{int.from_bytes(key[1:5], 'big')}" + "".join("/" + _pretty_value(p) for p in parts)
+    if head == SEARCH_INDEXES and len(key) > 5:
+        return f"/SearchIndex/{int.from_bytes(key[1:5], 'big')}/{key[5:].decode('utf-8', 'replace')!r}"
     if head == ROWS and len(key) >= 5:
         table_id = int.from_bytes(key[1:5], "big")
         try:

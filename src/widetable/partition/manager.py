@@ -20,7 +20,7 @@ from ..errors import ParameterInvalid, describe
 from ..keys import codec, layout
 from .map import SERVING, record_write
 from .meta import PartitionEvent, TablePartitions
-from .split import merge_partitions, plan_pass, split_partition
+from .split import measure_partition, merge_partitions, plan_pass, split_partition
 from .stats import TableStats
 
 if TYPE_CHECKING:
@@ -172,7 +172,8 @@ class PartitionManager:
                     continue
                 at = self.clock() if now is None else now
                 stats.drain()
-                n = plan_pass(tp, stats, t.schema.options, at)
+                n = plan_pass(tp, stats, t.schema.options, at,
+                              measure=partial(measure_partition, self._engine.scan, tp))
                 if n:
                     self._save_map(tp)
                     events += n

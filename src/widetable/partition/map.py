@@ -18,7 +18,8 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import PartitionUnavailable, ServerBusy
 from .throttle import TokenBucket
@@ -29,6 +30,7 @@ MERGING = "merging"
 SAMPLE_LIMIT = 16384  # keys kept between two drains of the request sample
 RESERVOIR = 64  # partition-key prefixes kept per partition to choose size splits
 LOAD_SAMPLES = 4096  # recent request prefixes kept per partition to choose load splits
+READ_UNIT = 4096  # bytes of a range read that cost one token, as a Tablestore read capacity unit
 
 
 class Partition:
@@ -176,6 +178,59 @@ class Router:
         self.sample.extend(keys)
         return True
 
+    def may_span(self, p: Partition, lo: bytes, hi: bytes, reverse: bool) -> bool:
+        """Whether a page of ``[lo, hi)`` routed to ``p`` may read rows outside it."""
+        if reverse:
+            return lo < p.start
+        return p.end is not None and hi > p.end
+
+    def record_range(self, p: Partition, n: int, nbytes: int, lo: bytes, hi: bytes, reverse: bool,
+                     rows: Sequence, key_of: Callable[[Any], bytes], size_of: Callable[[Any], int]) -> None:
+        """Count a range page that ``route_read`` routed to ``p`` (counting one read and
+        taking one token): ``n`` rows of ``nbytes`` read in ``[lo, hi)``, in key order or
+        (``reverse``) the other way.
+
+        Every partition the page read counts a read per row read there and its bytes,
+        and takes a token per ``READ_UNIT`` bytes (as debt: the page is read already,
+        so the requests after it are throttled instead). ``rows`` are the rows read, in
+        read order, ``key_of(row)`` a row's key and ``size_of(row)`` its bytes; they are
+        looked at only when the page may leave ``p``, a few rows per partition boundary
+        (by bisection), so a page within one partition costs no work per row."""
+        if n == 0 or p.successor is not None or (
+                lo >= p.start if reverse else p.end is None or hi <= p.end):
+            # The page is within p (may_span, inline: this runs on every page).
+            if n > 1:
+                p.reads += n - 1
+            p.bytes_read += nbytes
+            if nbytes > READ_UNIT and p.bucket is not None:
+                p.bucket.charge(-(-nbytes // READ_UNIT) - 1)
+            return
+
+        def key_at(i: int) -> bytes:
+            return key_of(rows[i])
+
+        bounds, parts = self.state
+        ends = (key_at(n - 1), key_at(0)) if reverse else (key_at(0), key_at(n - 1))
+        visited = parts[bisect_right(bounds, ends[0]) : bisect_right(bounds, ends[1]) + 1]
+        if reverse:
+            visited.reverse()
+        # The page's rows [cuts[k], cuts[k+1]) lie in visited[k]: forward, a row at or past
+        # the next partition's start is in it; backward, a row below this one's start.
+        cuts = [0]
+        for q in visited[:-1] if reverse else visited[1:]:
+            cuts.append(_first_past(key_at, cuts[-1], n, q.start, reverse))
+        cuts.append(n)
+        # The read and token route_read took count for the first partition read (when the
+        # route, at a backward page's upper bound, found the partition above it, that one
+        # keeps them and the first one read counts a read less).
+        routed = p in visited
+        for k, q in enumerate(visited):
+            i, j = cuts[k], cuts[k + 1]
+            if i < j:
+                if k:
+                    self._append(key_at(i))  # the load sample sees where the page went
+                _count_read(q, j - i, sum(map(size_of, rows[i:j])), q is p or (not routed and k == 0))
+
     @staticmethod
     def _admit_many(counts: Mapping[Partition, int]) -> bool:
         """Take ``counts[p]`` tokens from each partition's bucket, all or none."""
@@ -213,6 +268,31 @@ class Router:
             set_capacity(p, capacity, self.clock)
 
 
+def _first_past(key_at: Callable[[int], bytes], i: int, n: int, bound: bytes, reverse: bool) -> int:
+    """The first index in ``[i, n)`` whose key is past ``bound`` in read order: ``>= bound``
+    going forward, ``< bound`` going backward (``n`` if none); keys are in read order."""
+    while i < n:
+        mid = (i + n) // 2
+        key = key_at(mid)
+        if (key >= bound) if not reverse else (key < bound):
+            n = mid
+        else:
+            i = mid + 1
+    return i
+
+
+def _count_read(p: Partition, rows: int, nbytes: int, routed: bool) -> None:
+    """``rows`` rows (at least one if ``routed``) and ``nbytes`` read in ``p``, with their
+    tokens; ``routed``: ``route_read`` counted the first read and took a token for it."""
+    p.reads += rows - 1 if routed and rows else rows
+    p.bytes_read += nbytes
+    bucket = p.bucket
+    if bucket is not None:
+        units = -(-nbytes // READ_UNIT) - routed
+        if units > 0:
+            bucket.charge(units)
+
+
 def set_capacity(p: Partition, capacity: float, clock=time.monotonic) -> None:
     p.bucket = TokenBucket(capacity, clock=clock) if capacity else None
     p.guarded = bool(capacity)
@@ -224,7 +304,8 @@ def record_write(p: Partition, key: bytes, new_len: int, old_len: int | None) ->
     ``old_len`` is the blob replaced (0 = none) or None when the write did not
     read it: then a put counts as a new row and a delete removes one average
     row. Overwrites by blind puts make the estimate drift up; it is an estimate
-    kept from counters, never a scan. A write routed to ``p`` just before a split
+    kept from counters, corrected by a read of the partition before it splits by
+    size (``split.measure_partition``). A write routed to ``p`` just before a split
     or merge replaced it is counted in the partition that holds its key now.
     """
     successor = p.successor

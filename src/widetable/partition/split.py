@@ -1,7 +1,8 @@
 """Choosing split keys and applying splits and merges. Metadata only: no data moves.
 
 * **Size.** A partition whose estimated size passes ``split_size`` splits at
-  the median of its sampled partition-key prefixes.
+  the median of its sampled partition-key prefixes, once a read of it (up to
+  ``MEASURE_ROWS`` rows; larger ones trust the estimate) confirms the size.
 * **Load** (TiKV's load-based split). A partition whose request rate stays at
   or above ``split_load`` (or its capacity) for ``split_load_window`` seconds
   splits at the sampled key that divides the sampled requests most evenly.
@@ -10,12 +11,19 @@
 * **Merge.** Two neighbours that stay cold (under ``merge_load``) for
   ``merge_window`` seconds and together stay under ``min(merge_size,
   split_size / 2)`` merge back. Pre-split boundaries are never merged away.
+
+A split or merge whose map cannot be stored (an engine error) is rolled back:
+its partitions serve again, the history forgets it, and the error goes to the
+caller (the maintenance loop logs it and the next pass may try again).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
+from ..keys import codec
 from .map import MERGING, RESERVOIR, SERVING, SPLITTING, Partition, set_capacity
 from .meta import TablePartitions
 from .stats import TableStats
@@ -23,6 +31,7 @@ from .stats import TableStats
 HOT_KEY_SHARE = 0.8  # one key with this share of the load is a hot key
 MIN_SIDE_SHARE = 0.1  # a load split must move at least this share to the new side
 MIN_LOAD_SAMPLES = 20
+MEASURE_ROWS = 200_000  # rows a size check reads at most before trusting the estimate
 
 
 def choose_load_split(
@@ -70,6 +79,22 @@ def choose_size_split(samples: list[bytes], start: bytes, end: bytes | None) -> 
     return above[0] if above else None
 
 
+@contextmanager
+def _rolled_back(tp: TablePartitions, busy: list[Partition]) -> Iterator[None]:
+    """Undo a split or merge whose map could not be stored: the partitions in ``busy`` serve
+    again and the history loses the event, so the next pass may try again. The ids taken
+    for the new partitions stay taken (the failed put may still have reached the disk)."""
+    history, recorded = list(tp.history), tp.recorded
+    try:
+        yield
+    except BaseException:
+        tp.history[:] = history
+        tp.recorded = recorded
+        for p in busy:
+            p.state = SERVING
+        raise
+
+
 def split_partition(
     tp: TablePartitions, stats: TableStats, p: Partition, key: bytes, reason: str, now: float
 ) -> tuple[Partition, Partition]:
@@ -87,12 +112,13 @@ def split_partition(
     for child in (left, right):
         set_capacity(child, p.bucket.rate if p.bucket else 0, tp.router.clock)
         child.load_samples.extend(s for s in p.load_samples if child.contains(s))
-    stats.retire(p)
-    tp.record([now, "split", reason, [p.id], [left.id, right.id], tp.relative(key)])
     parts = list(tp.router.parts)
     i = parts.index(p)
     parts[i : i + 1] = [left, right]
-    tp.install(parts)  # stores the map first
+    with _rolled_back(tp, [p]):
+        tp.record([now, "split", reason, [p.id], [left.id, right.id], tp.relative(key)])
+        tp.install(parts)  # stores the map first
+    stats.retire(p)
     # From here writes that were routed to p before the swap count in the children, so
     # p's counters stop moving and can be shared out (children may already hold some).
     p.successor = tp.router
@@ -117,13 +143,14 @@ def merge_partitions(
     m.samples = sorted(a.samples + b.samples)[::2][:RESERVOIR] if len(a.samples) + len(b.samples) > RESERVOIR else a.samples + b.samples
     m.seen = len(m.samples)
     set_capacity(m, a.bucket.rate if a.bucket else 0, tp.router.clock)
-    stats.retire(a)
-    stats.retire(b)
-    tp.record([now, "merge", reason, [a.id, b.id], [m.id], tp.relative(b.start)])
     parts = list(tp.router.parts)
     i = parts.index(a)
     parts[i : i + 2] = [m]
-    tp.install(parts)  # stores the map first
+    with _rolled_back(tp, [a, b]):
+        tp.record([now, "merge", reason, [a.id, b.id], [m.id], tp.relative(b.start)])
+        tp.install(parts)  # stores the map first
+    stats.retire(a)
+    stats.retire(b)
     a.successor = b.successor = tp.router  # late writes to a or b count in m, as in a split
     m.est_bytes += a.est_bytes + b.est_bytes
     m.est_rows += a.est_rows + b.est_rows
@@ -142,8 +169,29 @@ def update_rates(p: Partition, now: float) -> float:
     return p.read_rate + p.write_rate
 
 
-def plan_pass(tp: TablePartitions, stats: TableStats, options, now: float, max_changes: int = 64) -> int:
-    """Evaluate one table: load splits, size splits, then merges. Returns events recorded."""
+def measure_partition(scan: Callable[[bytes, bytes], Iterable[tuple[bytes, bytes]]], tp: TablePartitions,
+                      p: Partition, limit_rows: int = MEASURE_ROWS) -> tuple[int, int] | None:
+    """``(bytes, rows)`` of ``p`` read from the engine (keys and blobs, as the estimate
+    counts them), or None when it holds more than ``limit_rows`` rows (too many to read
+    on a pass: its estimate stands)."""
+    end = p.end if p.end is not None else codec.prefix_end(tp.prefix)
+    nbytes = rows = 0
+    for key, blob in scan(p.start, end):
+        rows += 1
+        if rows > limit_rows:
+            return None
+        nbytes += len(key) + len(blob)
+    return nbytes, rows
+
+
+def plan_pass(tp: TablePartitions, stats: TableStats, options, now: float, max_changes: int = 64,
+              measure: Callable[[Partition], tuple[int, int] | None] | None = None) -> int:
+    """Evaluate one table: load splits, size splits, then merges. Returns events recorded.
+
+    ``measure(p)`` (``measure_partition`` over the engine) checks a partition's size
+    before it splits by size: blind overwrites cannot tell a new row from a replaced
+    one, so they count every put as new and the estimate drifts up. A measured size
+    replaces the estimate, and a partition that is in fact small does not split."""
     before = tp.recorded
     load_limit = options.split_load or options.capacity
     changed = 0
@@ -180,6 +228,12 @@ def plan_pass(tp: TablePartitions, stats: TableStats, options, now: float, max_c
         p = work.pop()
         if p.state != SERVING or p not in tp.router.parts:
             continue
+        if measure is not None:
+            measured = measure(p)
+            if measured is not None:
+                p.est_bytes, p.est_rows = measured
+                if p.est_bytes <= options.split_size:
+                    continue
         key = choose_size_split(p.samples, p.start, p.end)
         if key is None:
             continue

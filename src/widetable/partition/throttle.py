@@ -3,6 +3,8 @@
 A bucket holds up to ``burst`` tokens (default: one second of ``rate``) and
 refills at ``rate`` tokens per second. A request takes one token or is
 throttled; the throttled request is counted by the caller and changes nothing.
+A range page takes a token per 4 KB it read after the fact (``charge``), which
+may leave the bucket in debt until it refills.
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ class TokenBucket:
                 return True
             self.tokens = tokens
             return False
+
+    def charge(self, n: float) -> None:
+        """Take ``n`` tokens for work already done (a range page's bytes), going into debt
+        down to ``-burst`` at most: the requests after it wait for the refill."""
+        with self._lock:
+            now = self.clock()
+            tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+            self.last = now
+            self.tokens = max(tokens - n, -self.burst)
 
     def give(self, n: float) -> None:
         """Return ``n`` tokens taken for a request that did not go ahead (up to ``burst``)."""

@@ -20,8 +20,10 @@ thread with no GIL handoffs between connection threads. A pool of ``workers``
 threads (4) runs the requests that may wait. ``drain()`` is called from
 another thread.
 
-Connections. HTTP/1.1 keep-alive; one idle for ``idle_timeout`` seconds (60;
-a request sent partly counts as idle) is closed. ``drain()`` stops accepting,
+Connections. At most ``max_connections`` (512) at once; one more is answered 503
+``OTSServerBusy`` and closed. HTTP/1.1 keep-alive; one silent for
+``idle_timeout`` seconds (60) is closed, and so is one whose request has not all
+arrived ``request_timeout`` seconds (30) after its first byte. ``drain()`` stops accepting,
 closes idle connections, lets in-flight requests finish (answering them with
 ``Connection: close``) for up to ``grace`` seconds, then closes the store.
 """
@@ -40,7 +42,7 @@ from ..wire import native as native_wire
 from ..wire.busypoll import check_window
 from . import native
 from .core.auth import KeyStore
-from .core.dispatch import Dispatcher
+from .core.dispatch import MAX_CONNECTIONS, Dispatcher
 from .core.listen import BACKLOG, listen_tcp, listen_unix, loop_factory, tls_context
 from .tablestore import tables
 from .tablestore.http import Connection
@@ -51,6 +53,7 @@ log = logging.getLogger("widetable.server")
 MAX_BODY = 5 * 2**20
 DEFAULT_INSTANCE = "widetable"
 IDLE_TIMEOUT = 60.0  # seconds a keep-alive connection may sit idle
+REQUEST_TIMEOUT = 30.0  # seconds from a request's first byte to its last
 WORKERS = 4  # threads for requests that may wait (see core/dispatch.py)
 POLL = 0.05  # seconds between checks while draining
 
@@ -63,7 +66,8 @@ class WidetableServer:
                  keyfile: str | None = None, access_log: bool = False,
                  capacity: int | None = None, idle_timeout: float = IDLE_TIMEOUT,
                  workers: int = WORKERS, unix_socket: str | None = None,
-                 busy_poll: int = 0) -> None:
+                 busy_poll: int = 0, max_connections: int = MAX_CONNECTIONS,
+                 request_timeout: float = REQUEST_TIMEOUT) -> None:
         """``capacity``: operations per second per partition, set on every table now and
         on tables created later (0 turns throttling off); None leaves tables as they are.
         Binds ``host:port`` (port 0 picks a free one), and ``unix_socket`` if given (a
@@ -71,12 +75,20 @@ class WidetableServer:
         raises OSError if it cannot. ``busy_poll``: microseconds the loop polls for the
         next request after each answer before it sleeps (``wire/busypoll.py``); off by
         default here, as this server may share its process, and its GIL, with the
-        caller (``widetable serve`` polls for 200 µs)."""
+        caller (``widetable serve`` polls for 200 µs). ``max_connections``: open client
+        connections (TCP and unix socket together); one more is answered 503
+        ``OTSServerBusy`` and closed. ``request_timeout``: seconds a request may take to
+        arrive, from its first byte to its last; a connection still short of it then is
+        closed (a client trickling bytes cannot hold it open). ``idle_timeout``: seconds
+        a connection may stay silent between requests."""
         if capacity is not None and (type(capacity) is not int or capacity < 0):
             raise ValueError(f"capacity must be an int >= 0, got {capacity!r}")
         check_window(busy_poll)
-        if not idle_timeout > 0:
-            raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout!r}")
+        for what, seconds in (("idle_timeout", idle_timeout), ("request_timeout", request_timeout)):
+            if type(seconds) not in (int, float) or not 0 < seconds < float("inf"):
+                raise ValueError(f"{what} must be > 0 seconds, got {seconds!r}")
+        if type(max_connections) is not int or max_connections < 1:
+            raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
         self._ssl = tls_context(certfile, keyfile)
         if capacity is not None:
             tables.apply_capacity(db, capacity)  # before the port opens: no request sees the old
@@ -95,11 +107,12 @@ class WidetableServer:
         self.capacity = capacity
         self.tls = certfile is not None
         self.idle_timeout = idle_timeout
+        self.request_timeout = request_timeout
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="widetable-worker")
-        self.core = Dispatcher(db, self.pool, busy_poll)
+        self.core = Dispatcher(db, self.pool, busy_poll, max_connections)
         upgrades = {native_wire.API: native.upgrade(self.core)}
         self.service = TablestoreService(self.core, keys, instance, capacity, access_log, upgrades)
-        self._connections: set[Connection] = set()
+        self._connections: set = self.core.open
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -202,13 +215,18 @@ class WidetableServer:
 
     @property
     def _sweep_every(self) -> float:
-        return min(1.0, self.idle_timeout / 4)
+        return min(1.0, self.idle_timeout / 4, self.request_timeout / 4)
 
     def _sweep(self) -> None:
-        """Close connections idle (or stuck mid-request) for ``idle_timeout`` seconds."""
-        cutoff = time.monotonic() - self.idle_timeout
+        """Close connections silent for ``idle_timeout`` seconds, and those holding part
+        of a request that began ``request_timeout`` seconds ago."""
+        now = time.monotonic()
+        idle_since, started_before = now - self.idle_timeout, now - self.request_timeout
         for conn in list(self._connections):
-            if not conn.busy and conn.last_active < cutoff:
+            if conn.expired(idle_since, started_before):
+                if conn.busy is False and conn.last_active >= idle_since:
+                    log.info("closing %s: its request did not arrive within %g s",
+                             conn.peer, self.request_timeout)
                 conn.close()
         self._sweeper = self._loop.call_later(  # type: ignore[union-attr]
             self._sweep_every, self._sweep)

@@ -95,8 +95,11 @@ class Consumer:
 
     name: str
     table: Table
-    consumer_id: int | None = None  # where its checkpoints live; None: it keeps none
+    consumer_id: int | None = None  # where its checkpoints live; None: it keeps none here
     start_seq: int = -1  # the checkpoint of a shard it never committed
+    # Checkpoints kept by the consumer itself (e.g. in its own files): shard -> last seq
+    # applied. Trim holds back to it as to stored checkpoints; commit/stage are not used.
+    position: Callable[[int], int] | None = None
     wake: Callable[[], None] | None = None  # after each logged commit of the table
     sees_purges: bool = True
     wants_tail: bool = False  # keep the feed's in-memory tail (the global-index applier)
@@ -104,8 +107,15 @@ class Consumer:
     state: ConsumerState = field(default_factory=ConsumerState)
     _engine: object = None
 
+    @property
+    def holds_log(self) -> bool:
+        """Whether it has checkpoints that trimming must respect."""
+        return self.consumer_id is not None or self.position is not None
+
     def checkpoint(self, shard: int) -> int:
         """The last seq of ``shard`` this consumer applied (``start_seq`` if none yet)."""
+        if self.position is not None:
+            return self.position(shard)
         return self.checkpoints.get(shard, self.start_seq)
 
     def stage(self, batch, moved: dict[int, int] | list[tuple[int, int]]) -> None:
@@ -157,7 +167,7 @@ class ChangeLog:
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx
-        self._engine = ctx.engine
+        self.engine = self._engine = ctx.engine
         self._partitions = ctx.partitions
         self._row_locks = ctx.row_locks
         self.feeds: dict[int, TableFeed] = {}  # table id -> its feed
@@ -170,17 +180,19 @@ class ChangeLog:
 
     def register(self, name: str, table: Table, consumer_id: int | None = None,
                  start_seq: int | None = None, wake: Callable[[], None] | None = None,
-                 sees_purges: bool = True, wants_tail: bool = False) -> Consumer:
+                 sees_purges: bool = True, wants_tail: bool = False,
+                 position: Callable[[int], int] | None = None) -> Consumer:
         """Register consumer ``name`` (unique in the store) of ``table``'s change log and
         return it; the table logs from now on. ``start_seq`` None: the log's last seq now
-        (the consumer starts after today's records). Raises ``OTSObjectAlreadyExist`` if
-        the name is taken."""
+        (the consumer starts after today's records). ``position(shard)``: for a consumer
+        that keeps its checkpoints itself, instead of a ``consumer_id``. Raises
+        ``OTSObjectAlreadyExist`` if the name is taken."""
         with self._lock:
             if name in self._consumers:
                 raise ObjectAlreadyExist(f"change-log consumer {name!r} already exists")
             consumer = self.attach(name, table, consumer_id,
                                    -1 if start_seq is None else start_seq, wake, sees_purges,
-                                   wants_tail)
+                                   wants_tail, position)
             self.configure(table)
             if start_seq is None:
                 consumer.start_seq = self.last_seq(table)
@@ -188,12 +200,13 @@ class ChangeLog:
 
     def attach(self, name: str, table: Table, consumer_id: int | None, start_seq: int,
                wake: Callable[[], None] | None = None, sees_purges: bool = True,
-               wants_tail: bool = False) -> Consumer:
+               wants_tail: bool = False, position: Callable[[int], int] | None = None,
+               ) -> Consumer:
         """``register`` without reconfiguring the table's feed: the caller calls
         :meth:`configure` next (the index manager, which attaches the consumers a schema
         implies). Replaces a consumer of the same name."""
-        consumer = Consumer(name, table, consumer_id, start_seq, wake, sees_purges, wants_tail,
-                            _engine=self._engine)
+        consumer = Consumer(name, table, consumer_id, start_seq, position, wake, sees_purges,
+                            wants_tail, _engine=self._engine)
         if consumer_id is not None:
             for key, value in self._engine.scan(*layout.checkpoint_range(consumer_id)):
                 consumer.checkpoints[layout.decode_checkpoint_key(key)[1]] = int.from_bytes(value, "big")
@@ -329,7 +342,7 @@ class ChangeLog:
     def oldest_unapplied(self, consumer: Consumer) -> int | None:
         """Commit time (ms) of the oldest record ``consumer`` has not applied, or None
         (also None for a consumer that keeps no checkpoints)."""
-        if consumer.consumer_id is None:
+        if not consumer.holds_log:
             return None
         tid = consumer.table.schema.table_id
         oldest = None
@@ -342,7 +355,7 @@ class ChangeLog:
     def lag_ms(self, consumer: Consumer) -> int | None:
         """Milliseconds since the commit of ``consumer``'s oldest unapplied record (0: none;
         None: it keeps no checkpoints)."""
-        if consumer.consumer_id is None:
+        if not consumer.holds_log:
             return None
         oldest = self.oldest_unapplied(consumer)
         return 0 if oldest is None else max(now_ms() - oldest, 0)
@@ -370,7 +383,7 @@ class ChangeLog:
             if feed is None or not feed.logged or table._unusable:
                 continue
             cutoff = now - table.schema.stream_retention * 1000
-            holding = [c for c in self._of(feed.table_id) if c.consumer_id is not None]
+            holding = [c for c in self._of(feed.table_id) if c.holds_log]
             # First the seq counter, at least every seq a trim may drop: reopening recovers
             # the seq from it and the log's last records, and after a crash in the middle of
             # trimming, a log emptied without it would hand out seqs again.

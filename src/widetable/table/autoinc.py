@@ -13,6 +13,19 @@ the counter raises it: a put in the row's batch, an update (which may create
 the row) just before the row's write, under the counter's lock, so no value
 given out later lands on it. Values are assigned under a per-counter
 lock, taken before the row's lock (never the other way round).
+
+**The reserved range.** The top ``2**40`` values of int64, ``[RESERVED_START,
+2**63)``, are only ever assigned, never taken from a caller: a write with a
+concrete value there that would raise the counter (a value above it) is refused
+with ``OTSParameterInvalid`` and changes nothing. A concrete value below
+``RESERVED_START`` can raise the counter at most to ``RESERVED_START - 1``, so
+at least ``2**40`` values are always left to assign: no explicit key exhausts a
+partition key's counter. A value in the range at or below the counter (a row
+the store assigned, written back) is accepted as any other.
+
+The cache of counters (``AutoIncrementCounters``) keeps at most ``CACHE_LIMIT``
+partition keys; past that the oldest entries are dropped, and read again from
+the engine (where every cached value is stored) when next needed.
 """
 
 from __future__ import annotations
@@ -32,6 +45,8 @@ if TYPE_CHECKING:
     from .table import Table
 
 _COUNTER_LOCKS = 256
+RESERVED_START = INT64_MAX - 2**40 + 1  # first value only the store assigns
+CACHE_LIMIT = 65536  # partition keys whose counter is cached
 
 
 def encode_counter(value: int) -> bytes:
@@ -48,16 +63,18 @@ class AutoIncrementCounters:
 
     def __init__(self, engine) -> None:
         self._engine = engine
-        self._last: dict[bytes, int] = {}
+        self._last: dict[bytes, int] = {}  # insertion-ordered: the oldest go first
         self._locks = [threading.Lock() for _ in range(_COUNTER_LOCKS)]
+        self._cache_lock = threading.Lock()  # guards eviction against concurrent inserts
 
     def lock(self, counter_key: bytes) -> threading.Lock:
         return self._locks[hash(counter_key) % _COUNTER_LOCKS]
 
     def last(self, counter_key: bytes) -> int | None:
         """The last value given out (None if none). Caller holds ``lock(counter_key)``."""
-        if counter_key in self._last:
-            return self._last[counter_key]
+        cached = self._last.get(counter_key)  # one lookup: another key's eviction may race it
+        if cached is not None:
+            return cached
         raw = self._engine.get(counter_key)
         return None if raw is None else decode_counter(raw)
 
@@ -78,7 +95,22 @@ class AutoIncrementCounters:
         stored counter when none is cached (just after opening the store), so the
         cache never holds a lower value that the next put would write back."""
         last = self.last(counter_key)
-        self._last[counter_key] = value if last is None or value > last else last
+        cache = self._last
+        with self._cache_lock:
+            cache[counter_key] = value if last is None or value > last else last
+            while len(cache) > CACHE_LIMIT:
+                # Every cached value is stored (written with its row, or before an update):
+                # a dropped entry is read back from the engine, under its counter's lock.
+                del cache[next(iter(cache))]
+
+    def check_raise(self, counter_key: bytes, value: int, last: int | None, column: str) -> None:
+        """Refuse a concrete ``value`` that would raise the counter into the reserved range."""
+        if value >= RESERVED_START and (last is None or value > last):
+            raise ParameterInvalid(
+                f"auto-increment column {column!r}: value {value} is in the range reserved for "
+                f"assigned values ({RESERVED_START} and above) and above the last value given "
+                f"out ({last}); write values below {RESERVED_START}"
+            )
 
 
 def counter_key(table: Table, partition_value: object) -> bytes:
@@ -116,6 +148,8 @@ def put_row(table: Table, pk: object, columns: object, condition: object) -> Wri
         last = counters.last(ckey)
         if assign:
             values[index] = counters.next_value(ckey)
+        else:
+            counters.check_raise(ckey, values[index], last, table._names[index])
         value = values[index]
         pk_tuple, key = table._key(tuple(values))
         blob = table.encode_put(pk_tuple, columns)
@@ -150,6 +184,7 @@ def update_row(table: Table, pk: object, *changes: object) -> WriteResult:
     value = pk_tuple[table._auto_index]  # type: ignore[index]
     with counters.lock(ckey):
         last = counters.last(ckey)
+        counters.check_raise(ckey, value, last, table._names[table._auto_index])  # type: ignore[index]
         if last is None or value > last:
             table._engine.put(ckey, encode_counter(value))
             counters.note(ckey, value)

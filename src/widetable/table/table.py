@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from itertools import accumulate, islice
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from ..errors import (
@@ -61,6 +62,12 @@ class _Unrouted:
     def __init__(self) -> None:
         self.reads = self.writes = self.bytes_read = self.bytes_written = 0
 
+    def may_span(self, p: object, lo: bytes, hi: bytes, reverse: bool) -> bool:
+        return False
+
+    def record_range(self, p: object, n: int, nbytes: int, *page: object) -> None:
+        return None
+
 
 _UNROUTED = _Unrouted()
 
@@ -76,10 +83,11 @@ def _unrecorded(part: object, key: bytes, new_len: int, old_len: int | None) -> 
 _unpack = rowcodec.unpack
 
 
-def _stored_page(items: Iterator[tuple[bytes, bytes]], max_rows: int,
-                 part: object) -> tuple[list[bytes], tuple | None]:
+def _stored_page(items: Iterator[tuple[bytes, bytes]],
+                 max_rows: int) -> tuple[list[bytes], tuple | None, int]:
     """The stored rows of a page read without options (every row read is returned: one
-    budget counts rows read and kept), and the next start key if the page is full."""
+    budget counts rows read and kept), the next start key if the page is full, and the
+    bytes read."""
     blobs: list[bytes] = []
     append = blobs.append
     nbytes = count = 0
@@ -91,12 +99,10 @@ def _stored_page(items: Iterator[tuple[bytes, bytes]], max_rows: int,
         count += 1
         nbytes += len(blob)
         append(blob)
-    part.bytes_read += nbytes  # type: ignore[attr-defined]
-    return blobs, next_pk
+    return blobs, next_pk, nbytes
 
 
-def _stored_values_page(values: Iterator[bytes], max_rows: int,
-                        part: object) -> tuple[list[bytes], tuple | None]:
+def _stored_values_page(values: Iterator[bytes], max_rows: int) -> tuple[list[bytes], tuple | None, int]:
     """``_stored_page`` of a forward read, from the rows' values alone (``Engine.values``).
 
     The same page: a row is in it while fewer than ``max_rows`` rows and fewer than
@@ -130,8 +136,17 @@ def _stored_values_page(values: Iterator[bytes], max_rows: int,
         next_pk = _unpack(blobs[keep])[1]
         del blobs[keep:]
         nbytes = sum(map(len, blobs))
-    part.bytes_read += nbytes  # type: ignore[attr-defined]
-    return blobs, next_pk
+    return blobs, next_pk, nbytes
+
+
+def _noting(items: Iterator[tuple[bytes, bytes]], read: list[tuple[bytes, int]]) -> Iterator[tuple[bytes, bytes]]:
+    """``items``, noting each key and blob size: for a page that may cross partitions."""
+    for key, blob in items:
+        read.append((key, len(blob)))
+        yield key, blob
+
+
+_key_item, _size_item = itemgetter(0), itemgetter(1)
 
 
 def _put_latest(pk: tuple, row: list | None, puts: list) -> bytes:
@@ -175,7 +190,7 @@ class Table:
         self._route_read = self._route_write = _unrouted
         self._record_write = _unrecorded
         self._router = None
-        self._router = None
+        self._ranges = _UNROUTED  # counts range pages: the Router once partitions attach
         # Change capture (widetable.stream.feed.TableFeed) when the table has a stream or an
         # index; None keeps the one-put write path. Read under the row lock.
         self._changes = None
@@ -186,7 +201,7 @@ class Table:
         self._route_read, self._route_write = route_read, route_write
         self._record_write = record_write
         self._router = getattr(route_write, "__self__", None)  # for whole-batch routing
-        self._router = getattr(route_write, "__self__", None)  # for whole-batch routing
+        self._ranges = self._router or _UNROUTED  # may_span / record_range of range pages
 
     def _set_schema(self, schema: TableSchema) -> None:
         self.schema = schema
@@ -332,6 +347,9 @@ class Table:
             blobs, next_pk = self._stored_blobs(lo, hi, reverse, max_rows, part)
             return RangeResult([Row(r[1], r[2], r[3]) for r in map(_unpack, blobs)], next_pk)
         items = self._engine.scan(lo, hi, reverse)
+        read: list[tuple[bytes, int]] = []
+        if self._ranges.may_span(part, lo, hi, reverse):
+            items = _noting(items, read)  # rows per partition read, counted below
         rows: list[Row] = []
         append = rows.append
         next_pk = None
@@ -346,7 +364,7 @@ class Table:
             row = reader(unpack(blob))
             if row is not None:
                 append(row)
-        part.bytes_read += nbytes
+        self._ranges.record_range(part, scanned, nbytes, lo, hi, reverse, read, _key_item, _size_item)
         return RangeResult(rows, next_pk)
 
     def stored_range(self, start: object, end: object, direction: str = "forward",
@@ -360,8 +378,15 @@ class Table:
     def _stored_blobs(self, lo: bytes, hi: bytes, reverse: bool, max_rows: int,
                       part: object) -> tuple[list[bytes], tuple | None]:
         if reverse:
-            return _stored_page(self._engine.scan(lo, hi, True), max_rows, part)
-        return _stored_values_page(self._engine.values(lo, hi), max_rows, part)
+            blobs, next_pk, nbytes = _stored_page(self._engine.scan(lo, hi, True), max_rows)
+        else:
+            blobs, next_pk, nbytes = _stored_values_page(self._engine.values(lo, hi), max_rows)
+        self._ranges.record_range(part, len(blobs), nbytes, lo, hi, reverse, blobs, self._key_of, len)
+        return blobs, next_pk
+
+    def _key_of(self, blob: bytes) -> bytes:
+        """The row key of a stored row (its primary key is in the blob)."""
+        return self._prefix + self._encode(tuple(_unpack(blob)[1]))
 
     def _range_of(self, start: object, end: object, direction: str,
                   limit: int | None) -> tuple[bytes, bytes, bool, int]:

@@ -132,12 +132,24 @@ class TransactionRegistry:
         self._cond.notify_all()
 
     def close(self) -> None:
-        """Abort every open transaction and stop the reaper (the database is closing)."""
+        """Abort every open transaction and stop the reaper (the database is closing).
+
+        Each transaction is ended under its own lock, so a commit running now finishes
+        first (its rows, change records and index entries in one batch), and none
+        starts after: nothing is cleared under a commit."""
         with self._cond:
             self._closed = True
-            for txn in list(self._by_id.values()):
-                txn._end(ABORTED, "the database was closed")
-                self._release_locked(txn)
+            txns = list(self._by_id.values())
+        for txn in txns:
+            # Not under _cond: a commit that holds txn's lock takes _cond to release.
+            if txn._lock.acquire(timeout=max(txn.timeout, 5.0)):
+                try:
+                    if txn.state == ACTIVE:
+                        txn._end(ABORTED, "the database was closed")
+                finally:
+                    txn._lock.release()
+            # else: a call stuck in it still runs; it meets the closed store when it writes.
+            self.release(txn)
         reaper = self._reaper
         if reaper is not None and reaper is not threading.current_thread():
             reaper.join(timeout=5)
@@ -386,19 +398,20 @@ class LocalTransaction:
         ctx = table._ctx
         engine = ctx.engine
         batch = engine.batch()
-        for key, blob in self._writes.items():
+        writes = list(self._writes.items())  # one snapshot: the batch and the feed see the same rows
+        for key, blob in writes:
             if blob is None:
                 batch.delete(key)
             else:
                 batch.put(key, blob)
         # Row locks keep the purge thread from rewriting a row under the commit.
-        locks = ctx.row_locks.acquire(self._writes)
+        locks = ctx.row_locks.acquire([k for k, _ in writes])
         try:
             feed = table._changes  # a stream or an index: records and entries join the batch
             if feed is None:
                 engine.write(batch)
             else:
-                feed.commit_rows(batch, list(self._writes.items()))
+                feed.commit_rows(batch, writes)
         finally:
             ctx.row_locks.release(locks)
 

@@ -377,8 +377,9 @@ def _decode_filter(data: bytes, allow_pagination: bool, depth: int) -> object:
         logic = LOGICAL.get(f.combinator)
         if logic is None:
             raise ParameterInvalid(f"unknown logical operator {f.combinator}")
-        subs = tuple(
-            _decode_filter(sub.SerializeToString(), False, depth + 1) for sub in f.sub_filters
+        subs = tuple(  # partial: a sub-filter missing its required fields is refused below
+            _decode_filter(sub.SerializePartialToString(), False, depth + 1)
+            for sub in f.sub_filters
         )
         return CompositeFilter(logic, subs)  # type: ignore[arg-type]
     if msg.type == FT_PAGINATION:

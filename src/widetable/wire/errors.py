@@ -14,6 +14,8 @@ AUTH_FAILED = "OTSAuthFailed"
 REQUEST_TOO_LARGE = "OTSRequestBodyTooLarge"
 METHOD_NOT_ALLOWED = "OTSMethodNotAllowed"
 UNSUPPORTED_OPERATION = "OTSUnsupportOperation"
+NO_PERMISSION = "OTSNoPermissionAccess"  # a read-only access key's write or DDL
+INTERNAL_ERROR = "OTSInternalServerError"
 
 STATUS = {
     "OTSParameterInvalid": 400,
@@ -24,6 +26,7 @@ STATUS = {
     "OTSTrimmedDataAccess": 400,
     UNSUPPORTED_OPERATION: 400,
     AUTH_FAILED: 403,
+    NO_PERMISSION: 403,
     "OTSConditionCheckFail": 403,
     "OTSObjectNotExist": 404,
     "OTSSessionNotExist": 404,
@@ -31,7 +34,7 @@ STATUS = {
     "OTSObjectAlreadyExist": 409,
     "OTSRowOperationConflict": 409,
     REQUEST_TOO_LARGE: 413,
-    "OTSInternalServerError": 500,
+    INTERNAL_ERROR: 500,
     "OTSServerBusy": 503,
     "OTSPartitionUnavailable": 503,
 }
@@ -49,6 +52,12 @@ class ProtocolError(WidetableError):
 
 def status_of(code: str) -> int:
     return STATUS.get(code, 500)
+
+
+def internal_message(request_id: str) -> str:
+    """The message of a 500: the request id only. What went wrong is in the server's
+    log under that id; an exception's text may carry what a caller must not see."""
+    return f"Internal server error; the server's log has it under request id {request_id}."
 
 
 def error_body(code: str, message: str) -> bytes:

@@ -75,30 +75,42 @@ def _signdate_seconds(date: str) -> int:
 @dataclass(frozen=True, slots=True)
 class Verified:
     """Who signed a request, and the key its response is signed with; ``hmac_sha1``
-    is that key's HMAC-SHA1 (responses, and V2 requests, whose key is the secret)."""
+    is that key's HMAC-SHA1 (responses, and V2 requests, whose key is the secret).
+    ``read_only``: the key may read but not write or change the catalog."""
 
     access_key_id: str
     signing_key: bytes
     hmac_sha1: Hmac = field(repr=False, compare=False)
+    read_only: bool = False
 
 
-def _verified(access_key_id: str, signing_key: bytes) -> Verified:
-    return Verified(access_key_id, signing_key, hmac_of(signing_key, "sha1"))
+def _verified(access_key_id: str, signing_key: bytes, read_only: bool) -> Verified:
+    return Verified(access_key_id, signing_key, hmac_of(signing_key, "sha1"), read_only)
 
 
 @lru_cache(maxsize=256)
-def _v4_verified(access_key_id: str, secret: str, date: str, region: str) -> Verified:
-    return _verified(access_key_id, v4_key(secret, date, region))
+def _v4_verified(access_key_id: str, secret: str, date: str, region: str,
+                 read_only: bool) -> Verified:
+    return _verified(access_key_id, v4_key(secret, date, region), read_only)
 
 
 class KeyStore:
-    """Access key id -> secret. Thread-safe (read-only after construction but for caches)."""
+    """Access key id -> secret, and which keys are read-only. Thread-safe (read-only
+    after construction but for caches)."""
 
-    def __init__(self, keys: dict[str, str]) -> None:
+    def __init__(self, keys: dict[str, str], read_only: frozenset[str] | set[str] = frozenset()
+                 ) -> None:
+        """``read_only``: ids of keys that may read but not write or change the catalog
+        (their writes and DDL are answered 403 ``OTSNoPermissionAccess``)."""
         if not keys:
             raise ValueError("at least one access key is needed")
+        unknown = set(read_only) - set(keys)
+        if unknown:
+            raise ValueError(f"read-only key ids {sorted(unknown)} have no secret")
         self._keys = dict(keys)
-        self._v2 = {k: _verified(k, s.encode("utf-8")) for k, s in self._keys.items()}
+        self.read_only = frozenset(read_only)
+        self._v2 = {k: _verified(k, s.encode("utf-8"), k in self.read_only)
+                    for k, s in self._keys.items()}
 
     @property
     def ids(self) -> list[str]:
@@ -143,8 +155,7 @@ class KeyStore:
             raise _fail("the request signature does not match; check the access key secret")
         return verified
 
-    @staticmethod
-    def _v4(key_id: str, secret: str, headers: dict[str, str], clock: float) -> Verified:
+    def _v4(self, key_id: str, secret: str, headers: dict[str, str], clock: float) -> Verified:
         """The V4 signing key of a request, after checking its sign date and region."""
         date, region = headers.get("x-ots-signdate", ""), headers.get("x-ots-signregion", "")
         if not region or len(date) != 8 or not _digits(date):
@@ -155,29 +166,53 @@ class KeyStore:
             raise _fail(f"x-ots-signdate {date!r} is not a date") from None
         if abs(clock - day) > MAX_SIGNDATE_SKEW:
             raise _fail(f"x-ots-signdate {date!r} is too far from today")
-        return _v4_verified(key_id, secret, date, region)
+        return _v4_verified(key_id, secret, date, region, key_id in self.read_only)
 
 
 def load_keys(config: str | os.PathLike | None = None,
               environ: dict[str, str] | None = None) -> tuple[KeyStore, bool]:
-    """Access keys from a TOML file (``[access_keys] id = "secret"``) and/or the
-    environment (``WIDETABLE_ACCESS_KEY_ID`` / ``WIDETABLE_ACCESS_KEY_SECRET``).
+    """Access keys from a TOML file and/or the environment (``WIDETABLE_ACCESS_KEY_ID``
+    / ``WIDETABLE_ACCESS_KEY_SECRET``, a read-write key). The file's ``[access_keys]``
+    maps each key id to its secret, or to a table naming the secret and whether the
+    key is read-only::
+
+        [access_keys]
+        admin = "secret one"
+        reports = { secret = "secret two", read_only = true }
 
     With neither, one random key pair is made for this run. Returns the store
-    and whether the keys were generated.
+    and whether the keys were generated. ValueError names a malformed entry.
     """
     env = os.environ if environ is None else environ
     keys: dict[str, str] = {}
+    read_only: set[str] = set()
     if config is not None:
         data = tomllib.loads(Path(config).read_text())
         table = data.get("access_keys", {})
-        if not isinstance(table, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and v for k, v in table.items()
-        ):
-            raise ValueError(f"{config}: [access_keys] must map key ids to secret strings")
-        keys.update(table)
+        if not isinstance(table, dict):
+            raise ValueError(f"{config}: [access_keys] must map key ids to secrets")
+        for key_id, entry in table.items():
+            secret, ro = _key_entry(config, key_id, entry)
+            keys[key_id] = secret
+            if ro:
+                read_only.add(key_id)
     if env.get(ENV_ID) and env.get(ENV_SECRET):
         keys[env[ENV_ID]] = env[ENV_SECRET]
+        read_only.discard(env[ENV_ID])
     if keys:
-        return KeyStore(keys), False
+        return KeyStore(keys, read_only), False
     return KeyStore({"WT" + secrets.token_hex(8).upper(): secrets.token_urlsafe(24)}), True
+
+
+def _key_entry(config: object, key_id: str, entry: object) -> tuple[str, bool]:
+    """``(secret, read_only)`` of one ``[access_keys]`` entry: a secret string, or a table
+    ``{ secret = "...", read_only = true | false }``."""
+    if isinstance(entry, str) and entry:
+        return entry, False
+    if isinstance(entry, dict):
+        secret, ro = entry.get("secret"), entry.get("read_only", False)
+        extra = set(entry) - {"secret", "read_only"}
+        if isinstance(secret, str) and secret and type(ro) is bool and not extra:
+            return secret, ro
+    raise ValueError(f"{config}: access key {key_id!r} must be a secret string or "
+                     f"{{ secret = \"...\", read_only = true }}, got a {type(entry).__name__}")

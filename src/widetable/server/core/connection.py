@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
+from .auth import Verified
 from .dispatch import Dispatcher
 
 READ_AHEAD = 256 * 1024  # bytes buffered behind a request being served before reading pauses
@@ -22,16 +23,17 @@ class Upgrade(NamedTuple):
     """A protocol a connection can switch to from another one (HTTP's ``Upgrade``)."""
 
     token: str  # the Upgrade header's value: "<name>/<version>"
-    switch: Callable[[FramedConnection, bytes | bytearray], None]
-    """Takes the connection over, answered 101, with the bytes received after the
-    upgrade request (they belong to the new protocol)."""
+    switch: Callable[[FramedConnection, Verified, bytes | bytearray], None]
+    """Takes the connection over, answered 101: the identity its upgrade request was
+    signed with, and the bytes received after that request (they belong to the new
+    protocol)."""
 
 
 class FramedConnection(asyncio.Protocol):
     """What a connection shares with any protocol it speaks (HTTP here, widetable's own
     in ``server/native/``): its receive buffer, back pressure, the ``busy`` / ``last_active``
-    / ``idle`` / ``close`` that the server's idle sweep and drain use, and the loop
-    that frames and hands on buffered requests one at a time (``_take``)."""
+    / ``started`` / ``idle`` / ``close`` that the server's sweep and drain use, and the
+    loop that frames and hands on buffered requests one at a time (``_take``)."""
 
     def __init__(self, service, core: Dispatcher, connections: set) -> None:
         self.service = service
@@ -40,6 +42,9 @@ class FramedConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = ""
         self.last_active = time.monotonic()
+        # When the first bytes of the request partly in the buffer arrived: the request
+        # deadline runs from then, however slowly the rest trickles in (``expired``).
+        self.started = self.last_active
         self.busy = False  # a request is being served; its answer is not written yet
         self.closing = False
         self._buffer: bytes | bytearray = b""
@@ -62,6 +67,7 @@ class FramedConnection(asyncio.Protocol):
         buffer = self._buffer
         if not buffer:
             self._buffer = data
+            self.started = self.last_active
         else:
             if type(buffer) is bytes:
                 buffer = self._buffer = bytearray(buffer)
@@ -113,6 +119,16 @@ class FramedConnection(asyncio.Protocol):
         self.closing = True
         if self.transport is not None:
             self.transport.close()
+
+    def expired(self, idle_since: float, started_before: float) -> bool:
+        """Whether the sweep closes this connection: not serving a request, and either
+        silent since before ``idle_since``, or holding part of a request whose first
+        bytes came before ``started_before`` (a client trickling a byte now and then
+        still meets the deadline)."""
+        if self.busy:
+            return False
+        return self.last_active < idle_since or (bool(self._buffer)
+                                                 and self.started < started_before)
 
     def idle(self) -> bool:
         """No request is being served or partly received."""

@@ -9,13 +9,18 @@ loop keeps reading and serving other connections meanwhile (the GIL runs one
 thread's Python at a time, but a pool thread yields it at least every 5 ms, the
 interpreter's switch interval). A protocol names the kind of each of its calls:
 
-* ``POOLED``: always on the pool: table DDL, index creation (it backfills), split
-  points, batches (milliseconds), transactions' start and end, the stream calls,
-  a table's full description;
-* ``ROW_WRITE``: a single-row write. Inline, unless a local transaction is open
-  anywhere (``Database.transactions_open()``): such a write waits up to 50 ms when
-  it meets the partition key a transaction holds. With no transaction open no
-  single-row write can wait;
+* ``POOLED``: always on the pool, and takes no row lock: split points, batch
+  reads (milliseconds), the stream calls, a table's full description;
+* ``POOLED_WRITE``: always on the pool, and may hold row locks while it runs:
+  table DDL, index creation (it backfills), batch writes (one of 200 rows holds
+  about 140 of the 256 lock stripes), transactions' start and end;
+* ``ROW_WRITE``: a single-row write. Inline, unless it may wait: while a local
+  transaction is open anywhere (``Database.transactions_open()``; such a write
+  waits up to 50 ms when it meets the partition key a transaction holds), or
+  while a call that may hold row locks runs on the pool (``Dispatcher.writers``).
+  The event loop thus never waits on a row lock a pool thread holds: when the
+  loop sees no such call, no pool thread runs one (the count goes up on the loop
+  before the call is handed over and down on the loop once it has returned);
 * ``RANGE``: a range read; inline if its limit is 1 to ``INLINE_RANGE_LIMIT`` rows;
 * ``INLINE``: anything else (point reads, catalog reads).
 
@@ -27,7 +32,9 @@ waits up to 50 ms on a row lock a transaction holds) or its body is over
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 
@@ -38,18 +45,33 @@ log = logging.getLogger("widetable.server")
 
 INLINE_RANGE_LIMIT = 100  # rows of a range small enough to run on the loop
 INLINE_BODY = 64 * 1024  # bytes of the largest request run on the loop
+MAX_CONNECTIONS = 512  # open client connections by default (``--max-connections``)
 
-INLINE, POOLED, ROW_WRITE, RANGE = range(4)  # the kinds of call (see the module docstring)
+# Request ids (x-ots-requestid, and the id a 500 names), unique in this process.
+REQUEST_IDS = itertools.count(1)
+ID_PREFIX = os.urandom(4).hex() + "-"
+
+
+def new_request_id() -> str:
+    """A new request id. Any thread."""
+    return f"{ID_PREFIX}{next(REQUEST_IDS):012x}"
+
+
+# the kinds of call (see the module docstring)
+INLINE, RANGE, ROW_WRITE, POOLED, POOLED_WRITE = range(5)
+LOCKING = frozenset({ROW_WRITE, POOLED_WRITE})  # kinds that may hold row locks
 
 
 def pooled(kind: int, size: int, transaction: object, limit: object,
-           transactions_open: bool) -> bool:
+           writes_wait: object) -> bool:
     """Whether a call of ``kind`` (``size`` bytes, naming ``transaction`` if truthy,
-    ``limit`` rows if a range) may wait or run long, and so goes to the pool."""
-    if kind == POOLED or size > INLINE_BODY or transaction:
+    ``limit`` rows if a range) may wait or run long, and so goes to the pool.
+    ``writes_wait``: truthy while a row write may wait (a transaction is open, or a
+    call that may hold row locks runs on the pool: ``Dispatcher.writers``)."""
+    if kind >= POOLED or size > INLINE_BODY or transaction:
         return True
     if kind == ROW_WRITE:
-        return transactions_open
+        return bool(writes_wait)
     if kind == RANGE:
         return not (type(limit) is int and 0 < limit <= INLINE_RANGE_LIMIT)
     return False
@@ -60,29 +82,48 @@ class Dispatcher:
     count of requests on it, the loop, its busy-poll window, and whether the server
     drains. Used on the loop thread only, but for the calls it runs on the pool."""
 
-    def __init__(self, db: Database, pool: Executor, busy_poll: int = 0) -> None:
+    def __init__(self, db: Database, pool: Executor, busy_poll: int = 0,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
         """``busy_poll``: microseconds the loop polls for the next request after an
-        answer (``wire/busypoll.py``; 0: it sleeps at once)."""
+        answer (``wire/busypoll.py``; 0: it sleeps at once). ``max_connections``: open
+        client connections, over every listener and protocol; one more is answered
+        ``OTSServerBusy`` (503) and closed."""
         self.db = db
         self.pool = pool
+        self.max_connections = max_connections
+        self.open: set = set()  # the open client connections (``FramedConnection``s)
         self.draining = False
+        self.request_ids = REQUEST_IDS
+        self.id_prefix = ID_PREFIX
         self.jobs = 0  # requests on the pool, not answered yet
+        self.writers = 0  # of them, those that may hold row locks (``LOCKING`` kinds)
         self.loop: asyncio.AbstractEventLoop | None = None  # set before the first request
         self.poll = BusyPoll(busy_poll, lambda: self.jobs)  # its loop is set with ``loop``
+
+    @staticmethod
+    def request_id() -> str:
+        return new_request_id()
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = self.poll.loop = loop
 
-    def submit(self, call: Callable, args: tuple, finish: Callable, what: str) -> None:
+    def submit(self, call: Callable, args: tuple, finish: Callable, what: str,
+               kind: int = POOLED) -> None:
         """Run ``call(*args)`` on the pool, then ``finish(its result)`` on the loop.
         ``call`` must not raise (it answers its own errors); ``what`` names it in the
-        log if the server stops before it returns."""
+        log if the server stops before it returns. ``kind``: the call's kind; one of
+        ``LOCKING`` counts in ``writers`` until it has returned."""
+        locking = kind in LOCKING
         self.jobs += 1
+        if locking:
+            self.writers += 1
         loop = self.loop
         assert loop is not None, "the server sets the loop before serving"
 
         def land(result: object) -> None:
             self.jobs -= 1
+            if locking:
+                self.writers -= 1
             finish(result)
 
         def done(future: Future) -> None:  # on the pool thread

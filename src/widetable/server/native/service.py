@@ -25,7 +25,7 @@ from ...table.batch import MAX_BATCH_GET, MAX_BATCH_WRITE, _check_count, parse_w
 from ...table.filters import Condition
 from ...table.table import Table
 from ...wire import convert
-from ...wire.errors import wire_message
+from ...wire.errors import INTERNAL_ERROR, NO_PERMISSION, internal_message, wire_message
 from ...wire.native import (
     ANSWER_ROW,
     BATCH_GET_ROW,
@@ -50,6 +50,7 @@ from ...wire.native import (
 )
 from ...wire.proto import pb
 from ..core import dispatch
+from ..core.auth import Verified
 from ..core.calls import in_transaction, target
 from ..core.connection import FramedConnection, Upgrade
 
@@ -152,7 +153,9 @@ def _error_out(error: Exception | None) -> list | None:
         return None
     if isinstance(error, WidetableError):
         return [error.code, wire_message(error)]
-    return ["OTSInternalServerError", f"internal error: {error}"]
+    request_id = dispatch.new_request_id()
+    log.error("internal error in a batch row (request %s)", request_id, exc_info=error)
+    return [INTERNAL_ERROR, internal_message(request_id)]
 
 
 def _batch_get_row(db: Database, items) -> object:
@@ -254,9 +257,11 @@ def execute(db: Database, request: tuple) -> bytes:
         return frame((0, result))
     except WidetableError as exc:
         return frame((1, exc.code, wire_message(exc)))
-    except Exception as exc:  # a bug: answer it, keep serving
-        log.exception("internal error serving native call %r", request[0])
-        return frame((1, "OTSInternalServerError", f"internal error: {exc}"))
+    except Exception:  # a bug: answer it (its text to the log only), keep serving
+        request_id = dispatch.new_request_id()
+        log.exception("internal error serving native call %r (request %s)", request[0],
+                      request_id)
+        return frame((1, INTERNAL_ERROR, internal_message(request_id)))
 
 
 def check(data: bytes) -> tuple:
@@ -280,19 +285,21 @@ def check(data: bytes) -> tuple:
 # Each call's kind, for the server's rule of where it runs (``core/dispatch.py``).
 KINDS = {GET_ROW: dispatch.INLINE, GET_RANGE: dispatch.RANGE,
          PUT_ROW: dispatch.ROW_WRITE, UPDATE_ROW: dispatch.ROW_WRITE, DELETE_ROW: dispatch.ROW_WRITE,
-         BATCH_GET_ROW: dispatch.POOLED, BATCH_WRITE_ROW: dispatch.POOLED,
+         BATCH_GET_ROW: dispatch.POOLED, BATCH_WRITE_ROW: dispatch.POOLED_WRITE,
          DESCRIBE_TABLE: dispatch.POOLED, **dict.fromkeys(STREAM_CALLS, dispatch.POOLED)}
 RANGE_LIMIT_ARG = 5  # index of a GET_RANGE's limit in the request
+WRITES = frozenset({PUT_ROW, UPDATE_ROW, DELETE_ROW, BATCH_WRITE_ROW})  # refused to read-only keys
 
 
-def pooled(request: tuple, size: int, transactions_open: bool) -> bool:
-    """Whether a call may wait or run long, and so goes to the pool."""
+def pooled(request: tuple, size: int, writes_wait: object) -> bool:
+    """Whether a call may wait or run long, and so goes to the pool; ``writes_wait``:
+    whether a row write may wait (``core/dispatch.py``)."""
     op = request[0]
     kind = KINDS[op]
     txn = TRANSACTION_ARG.get(op)
     return dispatch.pooled(kind, size, txn is not None and request[txn],
                            request[RANGE_LIMIT_ARG] if kind == dispatch.RANGE else None,
-                           transactions_open)
+                           writes_wait)
 
 
 # -- the connection --------------------------------------------------------------------
@@ -305,8 +312,10 @@ class NativeConnection(FramedConnection):
     replaced, for the idle sweep and the drain."""
 
     def __init__(self, core: dispatch.Dispatcher, transport: asyncio.Transport,
-                 connections: set, peer: str) -> None:
+                 connections: set, peer: str, verified: Verified) -> None:
         super().__init__(None, core, connections)
+        self.access_key_id = verified.access_key_id
+        self.read_only = verified.read_only  # its writes are refused (OTSNoPermissionAccess)
         self.db: Database = core.db
         self.poll = core.poll
         self.transport = transport
@@ -337,7 +346,11 @@ class NativeConnection(FramedConnection):
         if len(buffer) < end:
             return False
         data = bytes(buffer[4:end])
-        self._buffer = buffer[end:] if len(buffer) > end else b""
+        if len(buffer) > end:
+            self._buffer = buffer[end:]
+            self.started = time.monotonic()  # the next frame's deadline starts now
+        else:
+            self._buffer = b""
         self._serve(data)
         return True
 
@@ -347,12 +360,17 @@ class NativeConnection(FramedConnection):
         except WidetableError as exc:
             self._write(frame((1, exc.code, wire_message(exc))))
             return
+        if self.read_only and request[0] in WRITES:
+            message = f"access key {self.access_key_id!r} is read-only: it may not write"
+            self._write(frame((1, NO_PERMISSION, message)))
+            return
         db = self.db
-        if not pooled(request, len(data), db.transactions_open()):
+        if not pooled(request, len(data), self.core.writers or db.transactions_open()):
             self._write(execute(db, request))
             return
         self.busy = True
-        self.core.submit(execute, (db, request), self._finish, "a native call")
+        self.core.submit(execute, (db, request), self._finish, "a native call",
+                         KINDS[request[0]])
 
     def _finish(self, answer: bytes) -> None:
         self.busy = False
@@ -380,14 +398,16 @@ class NativeConnection(FramedConnection):
 
 def upgrade(core: dispatch.Dispatcher) -> Upgrade:
     """The native protocol, as an upgrade of an HTTP connection (``POST /WidetableNative``)."""
-    return Upgrade(UPGRADE, lambda conn, leftover: switch(conn, core, leftover))
+    return Upgrade(UPGRADE, lambda conn, verified, leftover: switch(conn, core, verified, leftover))
 
 
-def switch(conn, core: dispatch.Dispatcher, leftover: bytes | bytearray) -> None:
-    """Give an HTTP connection that has just been answered ``101`` to the native protocol;
-    ``leftover``: bytes it had received after the upgrade request."""
+def switch(conn, core: dispatch.Dispatcher, verified: Verified,
+           leftover: bytes | bytearray) -> None:
+    """Give an HTTP connection that has just been answered ``101`` to the native protocol,
+    trusted as ``verified`` (who signed the upgrade); ``leftover``: bytes it had received
+    after the upgrade request."""
     transport = conn.transport
-    native = NativeConnection(core, transport, conn.connections, conn.peer)
+    native = NativeConnection(core, transport, conn.connections, conn.peer, verified)
     # The transport's back pressure outlives the protocol: reading may have been paused
     # by the HTTP side (more than READ_AHEAD piled up behind a request on the pool, or
     # its write buffer was full), which will never resume it now that it is busy for

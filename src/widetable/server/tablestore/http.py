@@ -16,7 +16,10 @@ What a request may look like; anything else is answered (400, 413, 431, or
 * Keep-alive: HTTP/1.1 unless ``Connection: close``; HTTP/1.0 only with
   ``Connection: keep-alive``. A connection's requests are answered in order,
   one at a time; pipelined requests wait in its buffer.
-* ``Expect: 100-continue`` gets ``100 Continue`` before the body is read.
+* A request whose body has not all arrived with its head is checked from its head
+  first (``Service.admit``: method, identity, signature; the signature covers the
+  body's MD5): a refused one is answered and the connection closed, its body
+  unread. ``Expect: 100-continue`` gets ``100 Continue`` only after that check.
 * A client that half-closes (shuts down its sending side) still gets, over
   plain TCP, an answer to every whole request it sent before; then the
   connection closes.
@@ -44,7 +47,7 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 class Request:
     """One parsed request; ``headers`` by lower-cased name (the first of repeated names)."""
 
-    __slots__ = ("body", "headers", "keep_alive", "method", "target", "version")
+    __slots__ = ("body", "headers", "keep_alive", "method", "target", "verified", "version")
 
     def __init__(self, method: str, target: str, version: str, headers: dict[str, str],
                  keep_alive: bool) -> None:
@@ -54,18 +57,24 @@ class Request:
         self.headers = headers
         self.keep_alive = keep_alive
         self.body = b""
+        self.verified = None  # who signed it, once checked before its body was read
 
 
 class BadRequest(Exception):
-    """A request that cannot be framed: its status and why. The connection closes after it."""
+    """A request refused before it is handed on (it cannot be framed, or its head fails
+    the service's checks): its status and why. The connection closes after it."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.code = code  # the Tablestore error code, if not the status's usual one
 
 
 class Service(Protocol):
+    def admit(self, request: Request) -> None:
+        """Check a request's head before its body is read; raise BadRequest to refuse it."""
+
     def handle(self, conn: Connection, request: Request) -> None:
         """Answer ``request`` with one ``conn.respond``, now or later (from the loop thread)."""
 
@@ -154,6 +163,13 @@ class Connection(FramedConnection):
         self._tls = transport.get_extra_info("sslcontext") is not None
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer) or "unix"
+        if len(self.connections) >= self.core.max_connections:
+            # Over the cap: refused at once, before a byte is read; the SDKs retry it.
+            self.busy = True
+            self.service.reject(self, BadRequest(
+                503, f"the server has its maximum of {self.core.max_connections} "
+                     f"connections open; retry later", "OTSServerBusy"))
+            return
         self.connections.add(self)
 
     def eof_received(self) -> bool | None:
@@ -188,6 +204,8 @@ class Connection(FramedConnection):
             if end < 0:
                 if len(buffer) > MAX_HEAD:
                     raise BadRequest(431, f"the request head is over {MAX_HEAD} bytes")
+                if b"\n\n" in buffer:  # a head ended by bare LFs: no CRLF CRLF will come
+                    raise BadRequest(400, "a bare LF in the request head; lines end with CRLF")
                 return None
             if end > MAX_HEAD:
                 raise BadRequest(431, f"the request head is over {MAX_HEAD} bytes")
@@ -195,6 +213,10 @@ class Connection(FramedConnection):
             start = end + 4
             total = start + body_length(request.headers, self.max_body)
             if len(buffer) < total:
+                # The body is still on its way: check who sent it before reading it, and
+                # only then invite it (``100 Continue``). A request that arrived whole is
+                # checked in ``handle``, as reading its body cost nothing more.
+                self.service.admit(request)
                 self._pending = (request, start, total)
                 if request.headers.get("expect", "").lower() == "100-continue":
                     self.transport.write(CONTINUE)  # type: ignore[union-attr]
@@ -205,7 +227,11 @@ class Connection(FramedConnection):
                 return None
             self._pending = None
         request.body = bytes(buffer[start:total])
-        self._buffer = buffer[total:] if len(buffer) > total else b""
+        if len(buffer) > total:
+            self._buffer = buffer[total:]
+            self.started = time.monotonic()  # the next request's deadline starts now
+        else:
+            self._buffer = b""
         return request
 
     def respond(self, data: bytes, close: bool = False) -> None:

@@ -20,9 +20,7 @@ connection handed to that protocol.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import os
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -32,16 +30,19 @@ from google.protobuf.message import DecodeError
 from ...db import Database
 from ...errors import WidetableError
 from ...wire.errors import (
+    INTERNAL_ERROR,
     METHOD_NOT_ALLOWED,
+    NO_PERMISSION,
     REQUEST_TOO_LARGE,
     UNSUPPORTED_OPERATION,
     error_body,
+    internal_message,
     status_of,
     wire_message,
 )
 from ...wire.proto import message
 from ...wire.signing import DateClock, content_md5
-from ..core import dispatch
+from ..core import dispatch, health
 from ..core.auth import KeyStore, Verified
 from ..core.connection import Upgrade
 from ..core.dispatch import Dispatcher
@@ -90,16 +91,25 @@ LATER = {
 # Each API's kind of call, for the server's rule of where it runs (``core/dispatch.py``).
 KINDS: dict[str, int] = dict.fromkeys(HANDLERS, dispatch.INLINE)
 KINDS.update(dict.fromkeys((
-    "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
-    "ComputeSplitPointsBySize", "StartLocalTransaction", "CommitTransaction", "AbortTransaction",
-    "BatchGetRow", "BatchWriteRow",
+    "ComputeSplitPointsBySize", "BatchGetRow",
     # GetStreamRecord scans the change log (up to 1000 records) and, on a closed shard,
     # first waits for writes still on their way into it; DescribeStream walks the history
     "ListStream", "DescribeStream", "GetShardIterator", "GetStreamRecord",
 ), dispatch.POOLED))
+KINDS.update(dict.fromkeys((  # these may hold row locks while they run
+    "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
+    "StartLocalTransaction", "CommitTransaction", "AbortTransaction", "BatchWriteRow",
+), dispatch.POOLED_WRITE))
 KINDS.update(dict.fromkeys(("PutRow", "UpdateRow", "DeleteRow"), dispatch.ROW_WRITE))
 KINDS["GetRange"] = dispatch.RANGE
 WITH_TRANSACTION = frozenset({"GetRow", "PutRow", "UpdateRow", "DeleteRow", "GetRange"})
+# What a read-only access key may not call (403 OTSNoPermissionAccess): writes and DDL.
+WRITES = frozenset({
+    "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
+    "PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow",
+    "StartLocalTransaction", "CommitTransaction",
+})
+HEALTH_PATH = health.PATH
 
 _STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
 _FRAMING_CODES = {413: REQUEST_TOO_LARGE, 405: METHOD_NOT_ALLOWED}
@@ -108,11 +118,12 @@ _BODY_HEADERS = "Content-Type: application/x-protobuf\r\nContent-Length: "
 _CLOSE = "Connection: close\r\n"
 
 
-def pooled(api: str, request, size: int, transactions_open: bool = False) -> bool:
-    """Whether ``request`` (of ``size`` bytes) may wait or run long, and so goes to the pool."""
+def pooled(api: str, request, size: int, writes_wait: object = False) -> bool:
+    """Whether ``request`` (of ``size`` bytes) may wait or run long, and so goes to the
+    pool; ``writes_wait``: whether a row write may wait (``core/dispatch.py``)."""
     kind = KINDS[api]
     return dispatch.pooled(kind, size, api in WITH_TRANSACTION and request.transaction_id,
-                           request.limit if kind == dispatch.RANGE else None, transactions_open)
+                           request.limit if kind == dispatch.RANGE else None, writes_wait)
 
 
 class TablestoreService:
@@ -130,81 +141,119 @@ class TablestoreService:
         self.access_log = access_log
         self.upgrades = dict(upgrades or {})
         self._clock = DateClock()
-        self._ids = itertools.count(1)
-        self._id_prefix = os.urandom(4).hex() + "-"
+        self._ids = core.request_ids  # shared with every protocol (``core.request_id``)
+        self._id_prefix = core.id_prefix
 
     # -- the request path ---------------------------------------------------------------
+
+    def admit(self, request: Request) -> None:
+        """Check a request from its head alone, before its body is read (``http.py`` calls
+        this when the body has not all arrived): the method, then identity, instance,
+        date and signature. The signature covers ``x-ots-contentmd5``, the body's MD5,
+        which ``handle`` checks once the body is there. Raises :class:`BadRequest`
+        (the connection then closes, its body unread)."""
+        if request.method != "POST":
+            raise BadRequest(405, "use POST /<ApiName>", METHOD_NOT_ALLOWED)
+        api = request.target.split("?", 1)[0].lstrip("/")
+        try:
+            request.verified = self.keys.verify(api, request.headers, self.instance)
+        except WidetableError as exc:
+            raise BadRequest(status_of(exc.code), wire_message(exc), exc.code) from None
 
     def handle(self, conn: Connection, request: Request) -> None:
         close = not request.keep_alive
         if request.method != "POST":
+            if request.method == "GET" and request.target == HEALTH_PATH:
+                return self._health(conn, request, close)
             body = error_body(METHOD_NOT_ALLOWED, "use POST /<ApiName>")
             return self._answer(conn, request, 405, "", body, None, True)
         api = request.target.split("?", 1)[0].lstrip("/")
-        verified: Verified | None = None
+        verified = request.verified
         try:
-            verified = self.keys.verify(api, request.headers, self.instance)
+            if verified is None:
+                verified = self.keys.verify(api, request.headers, self.instance)
             if content_md5(request.body) != request.headers["x-ots-contentmd5"]:
                 raise WidetableError("x-ots-contentmd5 does not match the body's MD5",
                                      "OTSParameterInvalid")
+            if verified.read_only and api in WRITES:
+                raise WidetableError(f"access key {verified.access_key_id!r} is read-only: "
+                                     f"it may not call {api}", NO_PERMISSION)
             message = decode(api, request.body, self.upgrades)
         except WidetableError as exc:
             status, body = status_of(exc.code), error_body(exc.code, wire_message(exc))
             signed = None if exc.code == "OTSAuthFailed" else verified
             return self._answer(conn, request, status, api, body, signed, close)
-        except Exception as exc:  # a bug: answer 500, keep serving
-            log.exception("internal error checking %s", api[:64])
-            body = error_body("OTSInternalServerError", f"internal error: {exc}")
-            return self._answer(conn, request, 500, api, body, verified, close)
+        except Exception:  # noqa: BLE001 - a bug: logged with its traceback, answered 500
+            status, body, request_id = self._internal_error("checking", api)
+            return self._answer(conn, request, status, api, body, verified, close, request_id)
         if message is UPGRADE:
             return self._upgrade(conn, request, api, verified, close)
-        if pooled(api, message, len(request.body), self.db.transactions_open()):
+        if pooled(api, message, len(request.body),
+                  self.core.writers or self.db.transactions_open()):
             self._submit(conn, request, api, message, verified, close)
         else:
-            status, body = self._execute(api, message)
-            self._answer(conn, request, status, api, body, verified, close)
+            status, body, request_id = self._execute(api, message)
+            self._answer(conn, request, status, api, body, verified, close, request_id)
 
     def reject(self, conn: Connection, error: BadRequest) -> None:
-        code = _FRAMING_CODES.get(error.status, "OTSParameterInvalid")
+        code = error.code or _FRAMING_CODES.get(error.status, "OTSParameterInvalid")
         self._answer(conn, None, error.status, "", error_body(code, error.message), None, True)
 
     def _submit(self, conn: Connection, request: Request, api: str, message,
                 verified: Verified, close: bool) -> None:
-        def finish(answer: tuple[int, bytes]) -> None:
-            self._answer(conn, request, answer[0], api, answer[1], verified, close)
+        def finish(answer: tuple[int, bytes, str | None]) -> None:
+            self._answer(conn, request, answer[0], api, answer[1], verified, close, answer[2])
 
-        self.core.submit(self._execute, (api, message), finish, api)
+        self.core.submit(self._execute, (api, message), finish, api, KINDS[api])
 
-    def _execute(self, api: str, message) -> tuple[int, bytes]:
-        """Run one decoded request against the store: ``(status, body)``. Any thread."""
+    def _execute(self, api: str, message) -> tuple[int, bytes, str | None]:
+        """Run one decoded request against the store: ``(status, body, request id)``,
+        the id given only to a 500 (it names it). Any thread."""
         response: Any
         try:
             if api == "CreateTable":
                 response = tables.create_table(self.db, message, self.capacity)
             else:
                 response = HANDLERS[api](self.db, message)
-            return 200, response.SerializeToString()
+            return 200, response.SerializeToString(), None
         except WidetableError as exc:
-            return status_of(exc.code), error_body(exc.code, wire_message(exc))
-        except Exception as exc:  # a bug: answer 500, keep serving
-            log.exception("internal error serving %s", api)
-            return 500, error_body("OTSInternalServerError", f"internal error: {exc}")
+            return status_of(exc.code), error_body(exc.code, wire_message(exc)), None
+        except Exception:  # noqa: BLE001 - a bug: logged with its traceback, answered 500
+            return self._internal_error("serving", api)
+
+    def _internal_error(self, doing: str, api: str) -> tuple[int, bytes, str]:
+        """A 500 for the exception being handled: its text and traceback go to the log
+        under a new request id; the answer names only that id."""
+        request_id = self.core.request_id()
+        log.exception("internal error %s %s (request %s)", doing, api[:64], request_id)
+        return 500, error_body(INTERNAL_ERROR, internal_message(request_id)), request_id
+
+    def _health(self, conn: Connection, request: Request, close: bool) -> None:
+        status, body = health.answer(self.core)
+        head = (f"{_STATUS_LINES[status]}Content-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n{_CLOSE if close else ''}\r\n")
+        if self.access_log:
+            self._log(conn, request, status, len(body))
+        conn.respond(head.encode("latin-1") + body, close or self.core.draining)
 
     # -- the answer ---------------------------------------------------------------------
 
     def _answer(self, conn: Connection, request: Request | None, status: int, api: str,
-                body: bytes, verified: Verified | None, close: bool) -> None:
+                body: bytes, verified: Verified | None, close: bool,
+                request_id: str | None = None) -> None:
         """Status line, headers (signed if ``verified``) and body, in one write."""
         close = close or self.core.draining
-        head = (f"{self._head(status, api, content_md5(body), verified)}"
+        head = (f"{self._head(status, api, content_md5(body), verified, request_id)}"
                 f"{_BODY_HEADERS}{len(body)}\r\n{_CLOSE if close else ''}\r\n")
         if self.access_log:
             self._log(conn, request, status, len(body))
         conn.respond(head.encode("latin-1") + body, close)
 
-    def _head(self, status: int, api: str, md5: str, verified: Verified | None) -> str:
+    def _head(self, status: int, api: str, md5: str, verified: Verified | None,
+              request_id: str | None = None) -> str:
         """The status line and the x-ots-* headers (with ``Authorization`` if ``verified``)."""
-        request_id = f"{self._id_prefix}{next(self._ids):012x}"
+        if request_id is None:
+            request_id = f"{self._id_prefix}{next(self._ids):012x}"
         date, http_date = self._clock.now()
         if verified is None:
             authorization = ""
@@ -238,7 +287,7 @@ class TablestoreService:
                 f"Upgrade: {upgrade.token}\r\nConnection: Upgrade\r\n\r\n")
         if self.access_log:
             self._log(conn, request, 101, 0)
-        upgrade.switch(conn, conn.hand_off(head.encode("latin-1")))
+        upgrade.switch(conn, verified, conn.hand_off(head.encode("latin-1")))
 
     @staticmethod
     def _log(conn: Connection, request: Request | None, status: int, size: int) -> None:

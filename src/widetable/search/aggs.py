@@ -1,0 +1,408 @@
+"""Aggregations and group-bys, computed exactly over the matching documents.
+
+Each hit is ``(score, pk, values)`` (``values`` from the document's ``_src``).
+An array field contributes each of its elements. ``missing`` stands in for a
+document without the field. Results: an aggregation gives a number (None
+when no document has a value), ``percentiles`` a ``{percent: value}`` dict
+(linear interpolation between closest ranks), ``top_rows`` a list of rows.
+A group-by gives a list of :class:`Group` (``key``, ``row_count``, ``aggs``,
+``group_bys``); GroupByComposite gives ``(groups, next_token)``.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import msgpack
+
+from ..errors import ParameterInvalid, describe
+from . import geo
+from .documents import as_list, as_points
+from .query import Query
+from .schema import GEO_POINT, IndexMeta
+
+MAX_GROUP_SIZE = 2000
+MAX_TOP_ROWS = 100
+MAX_AGGS = 20
+
+
+class Agg:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AvgAgg(Agg):
+    name: str
+    field_name: str
+    missing: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class MaxAgg(Agg):
+    name: str
+    field_name: str
+    missing: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class MinAgg(Agg):
+    name: str
+    field_name: str
+    missing: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class SumAgg(Agg):
+    name: str
+    field_name: str
+    missing: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class CountAgg(Agg):
+    """The number of documents with a value in the field."""
+
+    name: str
+    field_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DistinctCountAgg(Agg):
+    name: str
+    field_name: str
+    missing: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class PercentilesAgg(Agg):
+    name: str
+    field_name: str
+    percentiles: tuple = (50.0,)
+    missing: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopRowsAgg(Agg):
+    name: str
+    limit: int = 1
+    sort: object = None
+
+
+class GroupBy:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKeySort:
+    order: str = "ASC"
+
+
+@dataclass(frozen=True, slots=True)
+class RowCountSort:
+    order: str = "DESC"
+
+
+@dataclass(frozen=True, slots=True)
+class SubAggSort:
+    sub_agg_name: str
+    order: str = "DESC"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupByField(GroupBy):
+    name: str
+    field_name: str
+    size: int = 10
+    group_by_sort: tuple = ()  # default: row count DESC, then key ASC
+    sub_aggs: tuple = ()
+    sub_group_bys: tuple = ()
+    min_doc_count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class GroupByRange(GroupBy):
+    """Half-open ranges ``[from, to)``; None is unbounded."""
+
+    name: str
+    field_name: str
+    ranges: tuple
+    sub_aggs: tuple = ()
+    sub_group_bys: tuple = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupByFilter(GroupBy):
+    name: str
+    filters: tuple
+    sub_aggs: tuple = ()
+    sub_group_bys: tuple = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupByGeoDistance(GroupBy):
+    name: str
+    field_name: str
+    origin: object
+    ranges: tuple  # metres, [from, to)
+    sub_aggs: tuple = ()
+    sub_group_bys: tuple = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupByHistogram(GroupBy):
+    name: str
+    field_name: str
+    interval: float
+    offset: float = 0
+    min_doc_count: int = 1
+    sub_aggs: tuple = ()
+    sub_group_bys: tuple = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupByDateHistogram(GroupBy):
+    """``interval``: milliseconds, or "month", "quarter" or "year" (UTC calendar)."""
+
+    name: str
+    field_name: str
+    interval: object
+    min_doc_count: int = 1
+    sub_aggs: tuple = ()
+    sub_group_bys: tuple = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupByComposite(GroupBy):
+    """Groups by every combination of ``sources`` (field names), in key order, ``size``
+    a page; ``next_token`` continues."""
+
+    name: str
+    sources: tuple
+    size: int = 10
+    next_token: bytes | None = None
+    sub_aggs: tuple = ()
+
+
+@dataclass(slots=True)
+class Group:
+    key: object
+    row_count: int
+    aggs: dict = field(default_factory=dict)
+    group_bys: dict = field(default_factory=dict)
+
+
+Hit = tuple  # (score, pk, values)
+
+
+class Aggregator:
+    """Computes aggregations and group-bys over hits. ``match(query)`` gives the pks of
+    the matching documents (for GroupByFilter); ``top_rows(hits, agg)`` the rows."""
+
+    def __init__(self, meta: IndexMeta, match: Callable[[Query], set], top_rows: Callable) -> None:
+        self.meta = meta
+        self.match = match
+        self.top_rows = top_rows
+
+    def check(self, aggs: object, group_bys: object) -> tuple[list, list]:
+        a = list(aggs or ())
+        g = list(group_bys or ())
+        if len(a) > MAX_AGGS or len(g) > MAX_AGGS:
+            raise ParameterInvalid(f"at most {MAX_AGGS} aggregations and {MAX_AGGS} group-bys")
+        names = set()
+        for x in a + g:
+            if not isinstance(x, (Agg, GroupBy)):
+                raise ParameterInvalid(f"not an aggregation or group-by: {describe(x)}")
+            if x.name in names:  # type: ignore[attr-defined]
+                raise ParameterInvalid(f"duplicate aggregation name {x.name!r}")  # type: ignore[attr-defined]
+            names.add(x.name)  # type: ignore[attr-defined]
+            self._check_one(x)
+        return a, g
+
+    def _check_one(self, x: object) -> None:
+        f = getattr(x, "field_name", None)
+        if f is not None:
+            fs = self.meta.field(f)
+            if not fs.enable_sort_and_agg:
+                raise ParameterInvalid(f"field {f!r} cannot aggregate: enable_sort_and_agg is off")
+        if isinstance(x, GroupByField) and not 1 <= x.size <= MAX_GROUP_SIZE:
+            raise ParameterInvalid(f"GroupByField size must be in [1, {MAX_GROUP_SIZE}], got {x.size}")
+        if isinstance(x, GroupByComposite) and not 1 <= x.size <= MAX_GROUP_SIZE:
+            raise ParameterInvalid(f"GroupByComposite size must be in [1, {MAX_GROUP_SIZE}], got {x.size}")
+        if isinstance(x, TopRowsAgg) and not 1 <= x.limit <= MAX_TOP_ROWS:
+            raise ParameterInvalid(f"TopRowsAgg limit must be in [1, {MAX_TOP_ROWS}], got {x.limit}")
+        if isinstance(x, GroupByHistogram) and not x.interval > 0:
+            raise ParameterInvalid(f"histogram interval must be positive, got {describe(x.interval)}")
+        if isinstance(x, GroupByDateHistogram) and x.interval not in ("month", "quarter", "year") and \
+                not (type(x.interval) is int and x.interval > 0):
+            raise ParameterInvalid(f"date histogram interval must be ms > 0 or month, quarter, year; "
+                                   f"got {describe(x.interval)}")
+        if isinstance(x, PercentilesAgg):
+            for p in x.percentiles:
+                if not isinstance(p, (int, float)) or not 0 <= p <= 100:
+                    raise ParameterInvalid(f"percentile {describe(p)} is not in [0, 100]")
+        for sub in (*getattr(x, "sub_aggs", ()), *getattr(x, "sub_group_bys", ())):
+            self._check_one(sub)
+
+    # -- aggregations ----------------------------------------------------------------------
+
+    def _values(self, hits: list, fname: str, missing: object) -> list:
+        out = []
+        for _, _, values in hits:
+            vs = as_list(values.get(fname))
+            if vs:
+                out += vs
+            elif missing is not None:
+                out.append(missing)
+        return out
+
+    def aggregate(self, agg: Agg, hits: list) -> object:
+        if isinstance(agg, TopRowsAgg):
+            return self.top_rows(hits, agg)
+        if isinstance(agg, CountAgg):
+            return sum(1 for _, _, v in hits if as_list(v.get(agg.field_name)))
+        vals = self._values(hits, agg.field_name, getattr(agg, "missing", None))  # type: ignore[attr-defined]
+        if isinstance(agg, DistinctCountAgg):
+            return len({_hashable(v) for v in vals})
+        if not vals:
+            return None
+        if isinstance(agg, AvgAgg):
+            return math.fsum(vals) / len(vals)
+        if isinstance(agg, SumAgg):
+            return math.fsum(vals) if any(type(v) is float for v in vals) else sum(vals)
+        if isinstance(agg, MaxAgg):
+            return max(vals)
+        if isinstance(agg, MinAgg):
+            return min(vals)
+        if isinstance(agg, PercentilesAgg):
+            return {p: percentile(sorted(vals), p) for p in agg.percentiles}
+        raise ParameterInvalid(f"unsupported aggregation {describe(agg)}")
+
+    def aggregate_all(self, aggs: list, hits: list) -> dict:
+        return {a.name: self.aggregate(a, hits) for a in aggs}
+
+    # -- group-bys ------------------------------------------------------------------------
+
+    def group_all(self, group_bys: list, hits: list) -> dict:
+        return {g.name: self.group(g, hits) for g in group_bys}
+
+    def _finish(self, g: GroupBy, key: object, members: list) -> Group:
+        return Group(key, len(members), self.aggregate_all(list(getattr(g, "sub_aggs", ())), members),
+                     self.group_all(list(getattr(g, "sub_group_bys", ())), members))
+
+    def group(self, g: GroupBy, hits: list) -> object:
+        if isinstance(g, GroupByField):
+            return self._by_field(g, hits)
+        if isinstance(g, GroupByRange):
+            return [self._finish(g, (lo, hi), [h for h in hits if any(
+                (lo is None or v >= lo) and (hi is None or v < hi)
+                for v in as_list(h[2].get(g.field_name)))]) for lo, hi in g.ranges]
+        if isinstance(g, GroupByFilter):
+            out = []
+            for q in g.filters:
+                pks = self.match(q)
+                out.append(self._finish(g, q, [h for h in hits if h[1] in pks]))
+            return out
+        if isinstance(g, GroupByGeoDistance):
+            olat, olon = geo.point(g.origin, "origin")
+            out = []
+            for lo, hi in g.ranges:
+                members = [h for h in hits if any(
+                    (lo is None or d >= lo) and (hi is None or d < hi)
+                    for d in (geo.haversine(olat, olon, a, b) for a, b in as_points(h[2].get(g.field_name))))]
+                out.append(self._finish(g, (lo, hi), members))
+            return out
+        if isinstance(g, GroupByHistogram):
+            return self._buckets(g, hits, lambda v: math.floor((v - g.offset) / g.interval) * g.interval + g.offset)
+        if isinstance(g, GroupByDateHistogram):
+            return self._buckets(g, hits, lambda v: date_bucket(v, g.interval))
+        if isinstance(g, GroupByComposite):
+            return self._composite(g, hits)
+        raise ParameterInvalid(f"unsupported group-by {describe(g)}")
+
+    def _by_field(self, g: GroupByField, hits: list) -> list[Group]:
+        if self.meta.field(g.field_name).type == GEO_POINT:
+            raise ParameterInvalid(f"GroupByField cannot group GEO_POINT field {g.field_name!r}")
+        members: dict = {}
+        for h in hits:
+            for v in dict.fromkeys(as_list(h[2].get(g.field_name))):
+                members.setdefault(v, []).append(h)
+        groups = [self._finish(g, k, m) for k, m in members.items() if len(m) >= g.min_doc_count]
+        sorts = list(g.group_by_sort) or [RowCountSort("DESC")]
+        groups.sort(key=lambda x: x.key)  # the final tie-break: key ascending
+        for s in reversed(sorts):
+            desc = s.order == "DESC"
+            if isinstance(s, GroupKeySort):
+                groups.sort(key=lambda x: x.key, reverse=desc)
+            elif isinstance(s, RowCountSort):
+                groups.sort(key=lambda x: x.row_count, reverse=desc)
+            elif isinstance(s, SubAggSort):
+                present = [x for x in groups if x.aggs.get(s.sub_agg_name) is not None]
+                absent = [x for x in groups if x.aggs.get(s.sub_agg_name) is None]
+                present.sort(key=lambda x: x.aggs[s.sub_agg_name], reverse=desc)
+                groups = present + absent
+            else:
+                raise ParameterInvalid(f"unsupported group sort {describe(s)}")
+        return groups[:g.size]
+
+    def _buckets(self, g: GroupBy, hits: list, bucket: Callable) -> list[Group]:
+        members: dict = {}
+        fname = g.field_name  # type: ignore[attr-defined]
+        for h in hits:
+            for b in dict.fromkeys(bucket(v) for v in as_list(h[2].get(fname))):
+                members.setdefault(b, []).append(h)
+        return [self._finish(g, k, members[k]) for k in sorted(members)
+                if len(members[k]) >= g.min_doc_count]  # type: ignore[attr-defined]
+
+    def _composite(self, g: GroupByComposite, hits: list) -> tuple[list[Group], bytes | None]:
+        for s in g.sources:
+            if self.meta.field(s).type == GEO_POINT:
+                raise ParameterInvalid(f"GroupByComposite cannot group GEO_POINT field {s!r}")
+        members: dict = {}
+        for h in hits:
+            combos: list[tuple] = [()]
+            for s in g.sources:
+                vs = list(dict.fromkeys(as_list(h[2].get(s)))) or [None]
+                combos = [c + (v,) for c in combos for v in vs]
+            for c in combos:
+                members.setdefault(c, []).append(h)
+        keys = sorted(members, key=_composite_order)
+        if g.next_token is not None:
+            try:
+                after = tuple(msgpack.unpackb(g.next_token, raw=False))
+            except Exception:  # noqa: BLE001 - malformed token
+                raise ParameterInvalid("GroupByComposite next_token is invalid") from None
+            keys = [k for k in keys if _composite_order(k) > _composite_order(after)]
+        page = keys[:g.size]
+        token = msgpack.packb(list(page[-1]), use_bin_type=True) if len(keys) > g.size else None
+        return [self._finish(g, k, members[k]) for k in page], token
+
+
+def _composite_order(key: tuple) -> tuple:
+    return tuple((0, "") if v is None else (1, v) for v in key)
+
+
+def _hashable(v: object) -> object:
+    return tuple(v) if isinstance(v, list) else v
+
+
+def percentile(vals: list, p: float) -> float:
+    """The ``p``-th percentile of sorted ``vals`` (linear between closest ranks)."""
+    if len(vals) == 1:
+        return vals[0]
+    r = (len(vals) - 1) * p / 100
+    lo = math.floor(r)
+    hi = min(lo + 1, len(vals) - 1)
+    return vals[lo] + (vals[hi] - vals[lo]) * (r - lo)
+
+
+def date_bucket(ms: int, interval: object) -> int:
+    """The start (ms, UTC) of the bucket holding ``ms``."""
+    if type(interval) is int:
+        return ms // interval * interval
+    d = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    month = 1 if interval == "year" else (d.month - 1) // 3 * 3 + 1 if interval == "quarter" else d.month
+    return calendar.timegm((d.year, month, 1, 0, 0, 0)) * 1000

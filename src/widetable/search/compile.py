@@ -1,0 +1,278 @@
+"""Query model -> a tantivy query of one shard (through the adapter's ``q_*`` builders).
+
+What tantivy cannot answer by itself is resolved into a set of row ids first
+(``Shard.q_ids``), which then composes with everything else (inside Bool,
+must_not included):
+
+* keyword (and token) ranges: the field's term dictionary, filtered in Python;
+* geo queries: candidate geohash cells, then the exact test on the stored points;
+* a fuzzy-analyzed TEXT match longer than its n-grams: candidates holding every
+  longest n-gram, then an exact substring test;
+* Nested: the child documents that match, mapped to their owner rows.
+"""
+
+from __future__ import annotations
+
+from ..errors import ParameterInvalid, describe
+from . import analyzers, geo
+from .documents import FieldLayout, Rejected, Slot, as_points, convert_scalar, decode_src, doc_id
+from .query import (
+    AND, BoolQuery, ConstScoreQuery, ExistsQuery, FunctionScoreQuery, GeoBoundingBoxQuery,
+    GeoDistanceQuery, GeoPolygonQuery, MatchAllQuery, MatchPhraseQuery, MatchQuery, NestedQuery,
+    PrefixQuery, Query, RangeQuery, TermQuery, TermsQuery, WildcardQuery,
+)
+from .schema import DATE, DOUBLE, FUZZY, GEO_POINT, KEYWORD, LONG, NESTED, TEXT
+
+_REGEX_META = set("\\.+*?()|[]{}^$#&-~")
+
+
+def escape(text: str) -> str:
+    """``text`` as a literal in tantivy's regex syntax."""
+    return "".join("\\" + c if c in _REGEX_META else c for c in text)
+
+
+def wildcard_regex(pattern: str) -> str:
+    return "".join(".*" if c == "*" else "." if c == "?" else escape(c) for c in pattern)
+
+
+class Compiler:
+    """Compiles queries for one shard; ``searcher`` answers the id-set resolutions."""
+
+    def __init__(self, layout: FieldLayout, shard, searcher) -> None:
+        self.layout = layout
+        self.shard = shard
+        self.searcher = searcher
+        self._limit = max(searcher.num_docs, 1)
+
+    def compile(self, q: Query, nested: str | None = None):
+        s = self.shard
+        if isinstance(q, MatchAllQuery):
+            return s.q_all()
+        if isinstance(q, FunctionScoreQuery):
+            return self.compile(q.query, nested)
+        if isinstance(q, BoolQuery):
+            return self._bool(q, nested)
+        if isinstance(q, ConstScoreQuery):
+            return s.q_const(self.compile(q.filter, nested), 1.0)
+        if isinstance(q, NestedQuery):
+            return self._nested(q, nested)
+        if isinstance(q, ExistsQuery):
+            self._slot(q.field_name, nested, need_index=False)
+            return s.q_has(q.field_name)
+        slot = self._slot(q.field_name, nested)  # type: ignore[attr-defined]
+        f = slot.field
+        if isinstance(q, TermQuery):
+            return s.q_term(slot.name, self._value(slot, q.column_value))
+        if isinstance(q, TermsQuery):
+            return s.q_terms(slot.name, [self._value(slot, v) for v in q.column_values])
+        if isinstance(q, RangeQuery):
+            return self._range(slot, q)
+        if isinstance(q, (PrefixQuery, WildcardQuery)):
+            if f.type not in (KEYWORD, TEXT):
+                raise ParameterInvalid(f"{type(q).__name__} needs a KEYWORD or TEXT field, "
+                                       f"{f.name!r} is {f.type}")
+            if isinstance(q, PrefixQuery):
+                if not isinstance(q.prefix, str):
+                    raise ParameterInvalid(f"prefix must be a string, got {describe(q.prefix)}")
+                return s.q_regex(slot.name, escape(q.prefix) + ".*")
+            return s.q_regex(slot.name, wildcard_regex(q.value))
+        if isinstance(q, (MatchQuery, MatchPhraseQuery)):
+            return self._match(slot, q, nested)
+        if isinstance(q, (GeoDistanceQuery, GeoBoundingBoxQuery, GeoPolygonQuery)):
+            if nested:
+                raise ParameterInvalid("geo queries inside a NestedQuery are not supported")
+            return self._geo(slot, q)
+        raise ParameterInvalid(f"unsupported query {describe(q)}")
+
+    # -- fields and values ------------------------------------------------------------------
+
+    def _slot(self, path: str, nested: str | None, need_index: bool = True) -> Slot:
+        slot = self.layout.slot(path)
+        if slot.kind == "nested":
+            raise ParameterInvalid(f"field {path!r} is NESTED: query its sub-fields in a NestedQuery")
+        inside = "." in path
+        if inside and (nested is None or not path.startswith(nested + ".")):
+            raise ParameterInvalid(f"field {path!r} is in a NESTED field: use a NestedQuery "
+                                   f"with path {path.split('.')[0]!r}")
+        if need_index and not slot.field.index:
+            raise ParameterInvalid(f"field {path!r} is not indexed (index=False)")
+        return slot
+
+    def _value(self, slot: Slot, v: object) -> object:
+        f = slot.field
+        if f.type == GEO_POINT:
+            raise ParameterInvalid(f"field {f.name!r} is GEO_POINT: use a geo query")
+        try:
+            return convert_scalar(f, v)
+        except Rejected:
+            raise ParameterInvalid(f"value {describe(v)} does not fit field {f.name!r} "
+                                   f"of type {f.type}") from None
+
+    def _range(self, slot: Slot, q: RangeQuery):
+        f, s = slot.field, self.shard
+        lo = None if q.range_from is None else self._value(slot, q.range_from)
+        hi = None if q.range_to is None else self._value(slot, q.range_to)
+        if f.type in (LONG, DATE, DOUBLE):
+            return s.q_range(slot.name, lo, hi, q.include_lower, q.include_upper)
+        if f.type not in (KEYWORD, TEXT):
+            raise ParameterInvalid(f"RangeQuery needs a number, date or keyword field, "
+                                   f"{f.name!r} is {f.type}")
+        picked = []
+        for t in s.terms(self.searcher, slot.name, _common_prefix(lo, hi)):
+            if lo is not None and (t < lo or (t == lo and not q.include_lower)):  # type: ignore[operator]
+                continue
+            if hi is not None and (t > hi or (t == hi and not q.include_upper)):  # type: ignore[operator]
+                continue
+            picked.append(t)
+        return s.q_terms(slot.name, picked)
+
+    def _bool(self, q: BoolQuery, nested: str | None):
+        s = self.shard
+        clauses = [("must", self.compile(x, nested)) for x in q.must_queries]
+        clauses += [("filter", s.q_const(self.compile(x, nested), 0.0)) for x in q.filter_queries]
+        clauses += [("must_not", self.compile(x, nested)) for x in q.must_not_queries]
+        should = [("should", self.compile(x, nested)) for x in q.should_queries]
+        need = q.should_needed
+        if should and need == 0 and not (q.must_queries or q.filter_queries):
+            clauses.append(("must", s.q_all()))  # every should optional: scores only
+        if not any(occ in ("must", "filter") for occ, _ in clauses) and not (should and need):
+            clauses.append(("must", s.q_all()))
+        if should:
+            if need:
+                clauses.append(("must", s.q_bool(should, need)))
+            else:
+                clauses += should
+        return s.q_bool(clauses)
+
+    def _match(self, slot: Slot, q: MatchQuery | MatchPhraseQuery, nested: str | None):
+        f, s = slot.field, self.shard
+        if not isinstance(q.text, str):
+            raise ParameterInvalid(f"{type(q).__name__} text must be a string, got {describe(q.text)}")
+        if f.type == KEYWORD:
+            return s.q_term(slot.name, q.text)
+        if f.type != TEXT:
+            raise ParameterInvalid(f"{type(q).__name__} needs a TEXT or KEYWORD field, "
+                                   f"{f.name!r} is {f.type}")
+        if f.analyzer == FUZZY:
+            return self._substring(slot, q.text.lower(), nested)
+        tokens = analyzers.analyze(q.text, f.analyzer or "single_word", f.analyzer_parameter)
+        if not tokens:
+            return s.q_none()
+        if isinstance(q, MatchPhraseQuery):
+            return s.q_phrase(slot.name, tokens, q.slop)
+        distinct = list(dict.fromkeys(tokens))
+        if q.operator == AND:
+            return s.q_bool([("must", s.q_term(slot.name, t)) for t in distinct])
+        need = min(q.minimum_should_match or 1, len(distinct))
+        return s.q_bool([("should", s.q_term(slot.name, t)) for t in distinct], need)
+
+    def _substring(self, slot: Slot, text: str, nested: str | None):
+        s = self.shard
+        p = slot.field.analyzer_parameter
+        lo, hi = p.get("min_chars", 1), p.get("max_chars", 7)
+        if not text or len(text) < lo:
+            return s.q_none()
+        if len(text) <= hi:
+            return s.q_term(slot.name, text)
+        if nested:
+            raise ParameterInvalid(f"a fuzzy match longer than {hi} characters inside a "
+                                   "NestedQuery is not supported")
+        grams = list(dict.fromkeys(text[i:i + hi] for i in range(len(text) - hi + 1)))
+        cand = s.q_bool([("must", s.q_term(slot.name, g)) for g in grams] + [("must", s.q_rows())])
+        name = slot.field.name
+        ids = [doc_owner(pk) for pk, values in self._candidates(cand)
+               if text in str(values.get(name, "")).lower()]
+        return s.q_ids(ids)
+
+    def _nested(self, q: NestedQuery, nested: str | None):
+        s = self.shard
+        if nested:
+            raise ParameterInvalid("a NestedQuery cannot be inside another")
+        slot = self.layout.slot(q.path)
+        if slot.field.type != NESTED:
+            raise ParameterInvalid(f"NestedQuery path {q.path!r} is not a NESTED field")
+        inner = s.q_bool([("must", self.compile(q.query, q.path)), ("must", s.q_kind(slot.nested_kind))])
+        owners = {src.decode() for _, src in s.run(self.searcher, inner, self._limit)}
+        return s.q_ids(sorted(owners))
+
+    def _geo(self, slot: Slot, q):
+        s = self.shard
+        if slot.field.type != GEO_POINT:
+            raise ParameterInvalid(f"{type(q).__name__} needs a GEO_POINT field, "
+                                   f"{slot.field.name!r} is {slot.field.type}")
+        test = geo_test(q)
+        cells = geo.covering(*test.box)
+        cand = s.q_bool([("must", s.q_terms(slot.name, cells)), ("must", s.q_rows())])
+        name = slot.field.name
+        ids = [doc_owner(pk) for pk, values in self._candidates(cand)
+               if any(test(lat, lon) for lat, lon in as_points(values.get(name)))]
+        return s.q_ids(ids)
+
+    def _candidates(self, query):
+        for _, src in self.shard.run(self.searcher, query, self._limit):
+            yield decode_src(src)[:2]
+
+
+def doc_owner(pk: tuple) -> str:
+    return doc_id(pk)
+
+
+def _common_prefix(lo: object, hi: object) -> str:
+    if not isinstance(lo, str) or not isinstance(hi, str):
+        return ""
+    n = 0
+    for a, b in zip(lo, hi):
+        if a != b:
+            break
+        n += 1
+    return lo[:n]
+
+
+class GeoTest:
+    """An exact geo predicate with the bounding box of its candidates."""
+
+    def __init__(self, box: tuple[float, float, float, float], fn) -> None:
+        self.box = box  # lat_min, lat_max, lon_min, lon_max
+        self._fn = fn
+
+    def __call__(self, lat: float, lon: float) -> bool:
+        return self._fn(lat, lon)
+
+
+def geo_test(q) -> GeoTest:
+    if isinstance(q, GeoDistanceQuery):
+        clat, clon = geo.point(q.center_point, "center_point")
+        d = float(q.distance)
+        return GeoTest(geo.circle_box(clat, clon, d),
+                       lambda la, lo: geo.haversine(clat, clon, la, lo) <= d)
+    if isinstance(q, GeoBoundingBoxQuery):
+        top, left = geo.point(q.top_left, "top_left")
+        bottom, right = geo.point(q.bottom_right, "bottom_right")
+        if bottom > top or left > right:
+            raise ParameterInvalid(f"bounding box {q.top_left!r} / {q.bottom_right!r}: top_left must "
+                                   "be north-west of bottom_right")
+        return GeoTest((bottom, top, left, right),
+                       lambda la, lo: geo.in_box(la, lo, top, left, bottom, right))
+    poly = [geo.point(p, "polygon point") for p in q.points]
+    lats, lons = [p[0] for p in poly], [p[1] for p in poly]
+    return GeoTest((min(lats), max(lats), min(lons), max(lons)),
+                   lambda la, lo: geo.in_polygon(la, lo, poly))
+
+
+
+_HEX = "0123456789abcdef"
+
+
+def hex_after(s: str, desc: bool = False) -> str:
+    """A regex matching the hex strings after ``s`` in byte order (before it if ``desc``)."""
+    alts = []
+    for i, c in enumerate(s):
+        k = _HEX.index(c)
+        chars = _HEX[k + 1:] if not desc else _HEX[:k]
+        if chars:
+            alts.append(s[:i] + "[" + chars + "].*")
+    if not desc:
+        alts.append(s + ".+")
+    else:
+        alts += [s[:i] for i in range(len(s))]  # proper prefixes sort before
+    return "|".join(f"({a})" for a in alts) if alts else "[^\\s\\S]"

@@ -1,0 +1,207 @@
+"""Running a search: shards in parallel, merged in sort order, paged, aggregated.
+
+Each shard answers every document its query matches (``(score, pk, values,
+stored)``); the merge orders them by the sort's total order, drops what a
+``next_token`` says was already returned, and cuts the page. Totals and
+aggregations are over all matching documents of the shards read, so they are
+exact whatever the page.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ..errors import ParameterInvalid, describe
+from ..table.row import Row
+from ..table.values import now_ms
+from .aggs import Aggregator, TopRowsAgg
+from .compile import Compiler, hex_after
+from .documents import as_list, decode_src, order_key
+from .query import FunctionScoreQuery, Query, check_query
+from .sort import SortKeys, check_sort
+
+RETURN_NONE, RETURN_SPECIFIED = "RETURN_NONE", "RETURN_SPECIFIED"
+RETURN_ALL, RETURN_ALL_FROM_INDEX = "RETURN_ALL", "RETURN_ALL_FROM_INDEX"
+MAX_OFFSET_LIMIT = 100_000
+MAX_LIMIT, MAX_LIMIT_STORED = 100, 1000
+MAX_SCAN_LIMIT = 2000
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="widetable-search")
+
+
+@dataclass(slots=True)
+class SearchHit:
+    score: float
+    row: Row
+
+
+@dataclass(slots=True)
+class SearchResult:
+    """``total_count`` is -1 unless asked for; ``next_token`` None on the last page."""
+
+    rows: list[Row]
+    total_count: int
+    next_token: bytes | None
+    aggs: dict = field(default_factory=dict)
+    group_bys: dict = field(default_factory=dict)
+    search_hits: list[SearchHit] = field(default_factory=list)
+    is_all_succeeded: bool = True
+
+
+def check_columns(meta, columns: object) -> tuple[str, list[str]]:
+    """``(mode, names)`` from ``columns``: a RETURN_* constant, ``(RETURN_SPECIFIED, names)``
+    or a list of names."""
+    if columns is None:
+        return RETURN_NONE, []
+    if columns in (RETURN_NONE, RETURN_ALL, RETURN_ALL_FROM_INDEX):
+        return columns, []  # type: ignore[return-value]
+    if isinstance(columns, tuple) and len(columns) == 2 and columns[0] == RETURN_SPECIFIED:
+        columns = columns[1]
+    if isinstance(columns, (list, tuple)) and columns and all(isinstance(c, str) for c in columns):
+        return RETURN_SPECIFIED, list(columns)
+    raise ParameterInvalid(f"columns must be RETURN_NONE, RETURN_ALL, RETURN_ALL_FROM_INDEX or a "
+                           f"list of column names, got {describe(columns)}")
+
+
+def check_page(meta, mode: str, names: list[str], offset: object, limit: object) -> None:
+    if type(offset) is not int or offset < 0:
+        raise ParameterInvalid(f"offset must be a non-negative integer, got {describe(offset)}")
+    if type(limit) is not int or limit < 0:
+        raise ParameterInvalid(f"limit must be a non-negative integer, got {describe(limit)}")
+    stored = {f.source for f in meta.fields if f.store}
+    all_stored = mode in (RETURN_NONE, RETURN_ALL_FROM_INDEX) or (
+        mode == RETURN_SPECIFIED and all(n in stored for n in names))
+    cap = MAX_LIMIT_STORED if all_stored else MAX_LIMIT
+    if limit > cap:
+        raise ParameterInvalid(f"limit {limit} exceeds {cap}" + (
+            "" if all_stored else f" (up to {MAX_LIMIT_STORED} when every returned column is stored "
+                                  "in the index)"))
+    if offset + limit > MAX_OFFSET_LIMIT:
+        raise ParameterInvalid(f"offset + limit = {offset + limit} exceeds {MAX_OFFSET_LIMIT}; "
+                               "use next_token to page deeper")
+
+
+class Searcher:
+    """Runs searches on one index state (see ``sync.IndexState``)."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self.meta = state.meta
+        self.layout = state.layout
+
+    def visible_from(self) -> int | None:
+        ttls = [t for t in (self.meta.ttl, self.state.table.schema.options.ttl) if t > 0]
+        return None if not ttls else now_ms() - min(ttls) * 1000
+
+    def matches(self, query: Query, shards: list[int]) -> list[tuple]:
+        """Every ``(score, pk, values, stored)`` matching ``query`` in ``shards``."""
+        check_query(query)
+        since = self.visible_from()
+
+        def one(i: int) -> list[tuple]:
+            shard = self.state.shards[i]
+            se = shard.searcher()
+            comp = Compiler(self.layout, shard, se)
+            clauses = [("must", comp.compile(query)), ("filter", shard.q_rows())]
+            if since is not None:
+                clauses.append(("filter", shard.q_ts_from(since)))
+            q = shard.q_bool(clauses)
+            out = []
+            for score, src in shard.run(se, q, max(se.num_docs, 1)):
+                pk, values, stored = decode_src(src)
+                out.append((score, pk, values, stored))
+            return out
+
+        if len(shards) == 1:
+            hits = one(shards[0])
+        else:
+            hits = [h for part in _POOL.map(one, shards) for h in part]
+        if isinstance(query, FunctionScoreQuery):
+            fname = query.field_value_factor.field_name
+            self.meta.field(fname)
+            hits = [(s * _factor(v.get(fname)), pk, v, st) for s, pk, v, st in hits]
+        return hits
+
+    def search(self, query: Query, sort: object, offset: int, limit: int, next_token: object,
+               columns: object, get_total_count: bool, aggs: object, group_bys: object,
+               shards: list[int], fetch) -> SearchResult:
+        mode, names = check_columns(self.meta, columns)
+        check_page(self.meta, mode, names, offset, limit)
+        check_query(query)
+        keys = SortKeys(check_sort(self.meta, sort))
+        after = None if next_token is None else keys.decode_token(next_token)
+        agg = Aggregator(self.meta, lambda q: {pk for _, pk, _, _ in self.matches(q, shards)},
+                         lambda hs, a: self._top_rows(hs, a, fetch))
+        agg_list, gb_list = agg.check(aggs, group_bys)
+        sorters = keys.sorters
+        if not agg_list and not gb_list and len(sorters) == 1 and \
+                not isinstance(query, FunctionScoreQuery):
+            return self._by_key(query, keys, sorters[0].sort_order == "DESC", offset, limit, after,  # type: ignore[attr-defined]
+                                mode, names, get_total_count, shards, fetch)
+        hits = self.matches(query, shards)
+        total = len(hits)
+        simple = [(s, pk, v) for s, pk, v, _ in hits]
+        agg_out = agg.aggregate_all(agg_list, simple)
+        gb_out = agg.group_all(gb_list, simple)
+        decorated = [(keys.key(h[0], h[1], h[2]), h) for h in hits]
+        if after is not None:
+            cmp = keys.compare
+            decorated = [d for d in decorated if cmp(d[0], after) > 0]
+        decorated.sort(key=lambda d: keys.cmp_key(d[0]))
+        page = decorated[offset:offset + limit]
+        token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
+        rows = self._rows([h for _, h in page], mode, names, fetch)
+        hits_out = [SearchHit(h[0], r) for (_, h), r in zip(page, rows)]
+        return SearchResult(rows, total if get_total_count else -1, token, agg_out, gb_out, hits_out)
+
+    def _by_key(self, query: Query, keys: SortKeys, desc: bool, offset: int, limit: int,
+                after: list | None, mode: str, names: list[str], get_total_count: bool,
+                shards: list[int], fetch) -> SearchResult:
+        """A search in primary-key order: each shard gives its first ``offset + limit + 1``
+        matches after the token (tantivy orders them by ``_pk``, and a regex over ``_pk``
+        skips what the token covers), so a page costs the same at any depth."""
+        since = self.visible_from()
+        want = offset + limit + 1
+        after_key = None if after is None else order_key(tuple(after[0][1]))
+
+        def one(i: int) -> tuple[list, int]:
+            shard = self.state.shards[i]
+            se = shard.searcher()
+            comp = Compiler(self.layout, shard, se)
+            clauses = [("must", comp.compile(query)), ("filter", shard.q_rows())]
+            if since is not None:
+                clauses.append(("filter", shard.q_ts_from(since)))
+            total = shard.count(se, shard.q_bool(clauses)) if get_total_count else -1
+            if after_key is not None:
+                clauses.append(("filter", shard.q_regex("_pk", hex_after(after_key, desc))))
+            return shard.run_ordered(se, shard.q_bool(clauses), want, desc), total
+
+        parts = [one(shards[0])] if len(shards) == 1 else list(_POOL.map(one, shards))
+        merged = sorted((h for part, _ in parts for h in part), key=lambda h: h[0], reverse=desc)
+        page = [decode_src(src) for _, src in merged[offset:offset + limit]]
+        token = None
+        if page and len(merged) > offset + limit:
+            token = keys.encode_token([[1, list(page[-1][0])]])
+        hits = [(0.0, pk, values, stored) for pk, values, stored in page]
+        rows = self._rows(hits, mode, names, fetch)
+        total = sum(t for _, t in parts) if get_total_count else -1
+        return SearchResult(rows, total, token, {}, {}, [SearchHit(0.0, r) for r in rows])
+
+    def _rows(self, hits: list[tuple], mode: str, names: list[str], fetch) -> list[Row]:
+        if mode == RETURN_NONE:
+            return [Row(h[1], {}, 0) for h in hits]
+        if mode == RETURN_ALL_FROM_INDEX:
+            return [Row(h[1], dict(sorted(h[3].items())), 0) for h in hits]
+        return fetch([h[1] for h in hits], None if mode == RETURN_ALL else names)
+
+    def _top_rows(self, hits: list, agg: TopRowsAgg, fetch) -> list[Row]:
+        keys = SortKeys(check_sort(self.meta, agg.sort))
+        ordered = sorted(hits, key=lambda h: keys.cmp_key(keys.key(h[0], h[1], h[2])))
+        return fetch([h[1] for h in ordered[:agg.limit]], None)
+
+
+def _factor(v: object) -> float:
+    vs = as_list(v)
+    if not vs or not isinstance(vs[0], (int, float)) or isinstance(vs[0], bool):
+        return 1.0
+    return float(vs[0])

@@ -1,0 +1,206 @@
+"""Keeping one search index in step with its base table: full sync, then the change log.
+
+State of an index (``IndexState``): N tantivy shards and the sync position,
+which every commit of every shard records as its checkpoint payload (JSON)::
+
+    {"pass": n, "phase": "FULL"|"INCR", "start": seq, "next": pk | null,
+     "ckpt": {log shard: seq}, "rejected": n, "last_rejected": text | null}
+
+* FULL: rows are read from the base table in key order, ``BACKFILL_ROWS`` per
+  step, from ``next``; records after ``start`` (the log's last seq when the
+  index was created) are applied meanwhile. When the scan ends: INCR.
+* Applying a record, or a backfilled row, *syncs* its row: the row's documents
+  are deleted and, if the row is visible now, added again from the row as it is
+  read now. Syncing is idempotent, so replaying records after a crash has no
+  visible effect; a record not yet applied is always after ``ckpt``.
+* After a crash the index resumes from the payload of the lowest ``pass`` among
+  its shards: each shard holds at least what that pass committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+
+from ..storage.tantivy_index import Shard
+from ..table.table import full_range
+from ..table.values import now_ms
+from .documents import (
+    FieldLayout, Rejected, build_documents, doc_id, encode_src, order_key, row_values, shard_of,
+    stored_columns,
+)
+from .schema import IndexMeta
+
+BACKFILL_ROWS = 2000
+LOG_GROUP = 5000
+
+
+class IndexState:
+    """One search index being served and kept in sync."""
+
+    def __init__(self, meta: IndexMeta, table, root: str | None, source) -> None:
+        self.meta = meta
+        self.table = table
+        self.source = source
+        self.layout = FieldLayout(meta)
+        self.pk_names = table.schema.pk_names
+        self.dir = None if root is None else os.path.join(root, str(meta.index_id))
+        self.shards = [Shard(None if self.dir is None else os.path.join(self.dir, f"shard-{i}"),
+                             self.layout.tantivy_fields) for i in range(meta.shards)]
+        self.lock = threading.RLock()
+        self.error: str | None = None
+        self.dropped = False
+        self.last_commit = 0.0
+        self.last_ttl_purge = 0.0
+        payloads = [s.checkpoint() for s in self.shards]
+        states = [json.loads(p) for p in payloads if p is not None]
+        if len(states) == len(self.shards):
+            st = min(states, key=lambda x: x["pass"])
+        else:
+            st = {"pass": 0, "phase": "FULL", "start": source.last_seq(table), "next": None,
+                  "ckpt": {}, "rejected": 0, "last_rejected": None}
+            if states:  # a crash before the first commit of every shard: start again
+                for s in self.shards:
+                    with s.lock:
+                        s.clear()
+        self.pass_no = st["pass"]
+        self.phase = st["phase"]
+        self.start = st["start"]
+        self.next = None if st["next"] is None else pk_from_json(st["next"])
+        self.ckpt = {int(k): v for k, v in st["ckpt"].items()}
+        self.rejected = st["rejected"]
+        self.last_rejected = st["last_rejected"]
+        self.dirty = not states
+
+    def checkpoint(self, shard: int) -> int:
+        return self.ckpt.get(shard, self.start)
+
+    # -- one step ---------------------------------------------------------------------
+
+    def step(self, commit_interval: float) -> int:
+        """Apply what is pending (a backfill chunk, log records); commit when due.
+        Returns the rows synced."""
+        with self.lock:
+            if self.dropped:
+                return 0
+            n = 0
+            if self.phase == "FULL":
+                n += self._backfill()
+            n += self._apply_log()
+            now = time.monotonic()
+            if self.meta.ttl > 0 and now - self.last_ttl_purge > 60:
+                self.last_ttl_purge = now
+                cutoff = now_ms() - self.meta.ttl * 1000
+                for s in self.shards:
+                    s.delete_older(cutoff)
+                self.dirty = True
+            if self.dirty and (now - self.last_commit >= commit_interval or self.phase == "FULL"):
+                self.commit()
+            return n
+
+    def commit(self) -> None:
+        self.pass_no += 1
+        payload = json.dumps({
+            "pass": self.pass_no, "phase": self.phase, "start": self.start,
+            "next": None if self.next is None else list(self.next),
+            "ckpt": {str(k): v for k, v in self.ckpt.items()},
+            "rejected": self.rejected, "last_rejected": self.last_rejected,
+        }, default=_jsonable).encode()
+        for s in self.shards:
+            with s.lock:
+                s.commit(payload)
+        self.dirty = False
+        self.last_commit = time.monotonic()
+
+    def _backfill(self) -> int:
+        names = self.pk_names
+        lo, hi = full_range(len(names), False)
+        start = self.next if self.next is not None else lo
+        page = self.table.get_range(start, hi, limit=BACKFILL_ROWS)
+        for row in page.rows:
+            self.sync_row(tuple(row.primary_key), row)
+        self.next = page.next_start_primary_key
+        if self.next is None:
+            self.phase = "INCR"
+        self.dirty = True
+        return len(page.rows)
+
+    def _apply_log(self) -> int:
+        pks: dict[tuple, None] = {}
+        moved = {}
+        for shard in self.source.shards(self.table):
+            last = None
+            for seq, pk, _ts in self.source.read(self.table, shard, self.checkpoint(shard), LOG_GROUP):
+                pks[tuple(pk)] = None
+                last = seq
+            if last is not None:
+                moved[shard] = last
+        if not moved:
+            return 0
+        get = self.table.get_row
+        for pk in pks:
+            self.sync_row(pk, get(pk))
+        self.ckpt.update(moved)
+        self.dirty = True
+        return len(pks)
+
+    def sync_row(self, pk: tuple, row) -> None:
+        """Make the documents of ``pk`` those of ``row`` (None: no row)."""
+        shard = self.shards[shard_of(self.meta, self.pk_names, pk)]
+        owner = doc_id(pk)
+        with shard.lock:
+            shard.delete(owner)
+            if row is None:
+                return
+            try:
+                values = row_values(self.meta, self.pk_names, pk, row.columns)
+            except Rejected as exc:
+                self.rejected += 1
+                self.last_rejected = f"row {list(pk)!r}: {exc}"
+                return
+            has, pairs, children = build_documents(self.layout, values)
+            stamps = row._stamps
+            ts = stamps if type(stamps) is int else max(stamps.values(), default=0)
+            src = encode_src(pk, values, stored_columns(self.meta, row.columns))
+            shard.add(owner, "row", has, ts, src, pairs, order_key(pk))
+            ob = owner.encode()
+            for kind, chas, cpairs in children:
+                shard.add(owner, kind, chas, ts, ob, cpairs)
+
+    # -- observing ----------------------------------------------------------------------
+
+    def oldest_unapplied(self) -> int | None:
+        oldest = None
+        for shard in self.source.shards(self.table):
+            ts = self.source.oldest_after(self.table, shard, self.checkpoint(shard))
+            if ts is not None and (oldest is None or ts < oldest):
+                oldest = ts
+        return oldest
+
+    def caught_up(self) -> bool:
+        """Every row backfilled, every record applied, and committed."""
+        return self.phase == "INCR" and not self.dirty and self.oldest_unapplied() is None
+
+    def close(self) -> None:
+        for s in self.shards:
+            s.close()
+
+    def destroy(self) -> None:
+        self.dropped = True
+        self.close()
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _jsonable(v: object) -> object:
+    if isinstance(v, bytes):
+        return {"__bytes__": v.hex()}
+    raise TypeError(type(v))
+
+
+def pk_from_json(v: list) -> tuple:
+    return tuple(bytes.fromhex(x["__bytes__"]) if isinstance(x, dict) else x for x in v)
+

@@ -1,0 +1,245 @@
+"""One tantivy index (a search-index shard): the only module that imports tantivy.
+
+Nothing above sees tantivy's types: ``search/`` hands in documents as lists of
+``(field, kind, value)`` and builds queries through :class:`Shard`'s ``q_*``
+methods, whose results it treats as opaque handles.
+
+Field kinds (``search/layout.py`` decides which field has which):
+
+* ``raw``   text, one term per value, untokenized (keywords, ids, geohash cells)
+* ``tok``   text given as a token list (pre-tokenized: tantivy never analyzes it),
+            with positions for phrase queries
+* ``int`` / ``float`` / ``bool``   indexed numeric fields (also fast fields)
+* ``bytes`` the stored source of a document (``_src``)
+
+The checkpoint: ``commit(payload)`` replaces one document of kind ``ckpt``
+holding ``payload`` in the same tantivy commit as the documents it covers, so
+after a crash at any moment the index and the position it records agree (the
+Python binding exposes no commit payload; this document is its equivalent).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import tantivy
+from tantivy import Document, FieldType, Index, Occur, PreTokenizedString, Query, Token
+
+_OCCUR = {"must": Occur.Must, "should": Occur.Should, "must_not": Occur.MustNot, "filter": Occur.Must}
+_RANGE_TYPE = {"int": FieldType.Integer, "float": FieldType.Float, "bool": FieldType.Boolean}
+HEAP = 15_000_000  # writer memory; tantivy needs 3 MB per thread at least
+CKPT_KIND = "ckpt"
+CKPT_ID = "\x00ckpt"
+
+
+class Shard:
+    """A tantivy index in ``path`` (None: in memory) with the given fields.
+
+    ``fields``: ``[(name, kind, extra)]``; ``extra`` is the index option for text
+    kinds. Thread-safe: writes take ``lock``; searches use their own searcher.
+    """
+
+    def __init__(self, path: str | None, fields: list[tuple[str, str]]) -> None:
+        sb = tantivy.SchemaBuilder()
+        sb.add_text_field("_owner", tokenizer_name="raw", index_option="basic")
+        sb.add_text_field("_kind", tokenizer_name="raw", index_option="basic")
+        sb.add_text_field("_has", tokenizer_name="raw", index_option="basic")
+        sb.add_integer_field("_ts", indexed=True, fast=True)
+        sb.add_bytes_field("_src", stored=True)
+        sb.add_text_field("_pk", tokenizer_name="raw", fast=True, index_option="basic")
+        self.kinds: dict[str, str] = {}
+        for name, kind in fields:
+            self.kinds[name] = kind
+            if kind == "raw":
+                sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
+            elif kind == "tok":
+                sb.add_text_field(name, tokenizer_name="raw", index_option="position")
+            elif kind == "int":
+                sb.add_integer_field(name, indexed=True, fast=True)
+            elif kind == "float":
+                sb.add_float_field(name, indexed=True, fast=True)
+            elif kind == "bool":
+                sb.add_boolean_field(name, indexed=True, fast=True)
+            else:
+                raise ValueError(kind)
+        self.schema = sb.build()
+        self.path = path
+        if path is not None:
+            os.makedirs(path, exist_ok=True)
+            self.index = Index(self.schema, path=path, reuse=True)
+        else:
+            self.index = Index(self.schema)
+        self.index.config_reader("Manual")
+        self.writer = self.index.writer(heap_size=HEAP, num_threads=1)
+        self.lock = threading.Lock()
+        self._row_kind = Query.term_query(self.schema, "_kind", "row", index_option="basic")
+
+    # -- writing ---------------------------------------------------------------------
+
+    def add(self, owner: str, kind: str, has: list[str], ts: int, src: bytes,
+            values: list[tuple[str, object]], order: str | None = None) -> None:
+        """Add one document (caller holds ``lock``). ``values``: ``[(field, value)]``, a
+        ``tok`` field's value being its token list; ``order``: the ``_pk`` sort string."""
+        d = Document()
+        d.add_text("_owner", owner)
+        if order is not None:
+            d.add_text("_pk", order)
+        d.add_text("_kind", kind)
+        for h in has:
+            d.add_text("_has", h)
+        d.add_integer("_ts", ts)
+        d.add_bytes("_src", src)
+        kinds = self.kinds
+        for name, value in values:
+            k = kinds[name]
+            if k == "raw":
+                d.add_text(name, value)  # type: ignore[arg-type]
+            elif k == "tok":
+                toks = [Token(t, i, 0, 0) for i, t in enumerate(value)]  # type: ignore[arg-type]
+                d.add_pre_tokenized_text(name, PreTokenizedString(" ".join(value), toks))  # type: ignore[arg-type]
+            elif k == "int":
+                d.add_integer(name, value)  # type: ignore[arg-type]
+            elif k == "float":
+                d.add_float(name, value)  # type: ignore[arg-type]
+            else:
+                d.add_boolean(name, value)  # type: ignore[arg-type]
+        self.writer.add_document(d)
+
+    def delete(self, owner: str) -> None:
+        """Delete every document of ``owner`` (caller holds ``lock``)."""
+        self.writer.delete_documents_by_term("_owner", owner)
+
+    def delete_older(self, ts: int) -> None:
+        """Delete the row documents whose ``_ts`` is below ``ts`` (caller holds ``lock``)."""
+        q = Query.boolean_query([
+            (Occur.Must, Query.range_query(self.schema, "_ts", FieldType.Integer, None, ts - 1)),
+            (Occur.MustNot, Query.term_query(self.schema, "_kind", CKPT_KIND, index_option="basic")),
+        ])
+        self.writer.delete_documents_by_query(q)
+
+    def commit(self, payload: bytes) -> None:
+        """Publish every change since the last commit with ``payload`` as the checkpoint
+        (caller holds ``lock``); searchers see it from the next ``searcher()`` on."""
+        self.writer.delete_documents_by_term("_owner", CKPT_ID)
+        self.add(CKPT_ID, CKPT_KIND, [], 0, payload, [])
+        self.writer.commit()
+        self.index.reload()
+
+    def clear(self) -> None:
+        """Delete every document (caller holds ``lock``; takes effect at ``commit``)."""
+        self.writer.delete_all_documents()
+
+    def checkpoint(self) -> bytes | None:
+        """The payload of the last commit, or None (a new index)."""
+        se = self.index.searcher()
+        hits = se.search(Query.term_query(self.schema, "_kind", CKPT_KIND, index_option="basic"),
+                         1, count=False).hits
+        if not hits:
+            return None
+        return se.doc(hits[0][1]).get_first("_src")
+
+    def close(self) -> None:
+        with self.lock:
+            try:
+                self.writer.wait_merging_threads()
+            except Exception:  # noqa: BLE001 - already consumed
+                pass
+
+    # -- reading ---------------------------------------------------------------------
+
+    def searcher(self):
+        return self.index.searcher()
+
+    def num_rows(self, searcher=None) -> int:
+        se = searcher or self.index.searcher()
+        return se.search(self._row_kind, 1, count=True).count
+
+    def size_bytes(self) -> int:
+        if self.path is None:
+            return 0
+        total = 0
+        for entry in os.scandir(self.path):
+            if entry.is_file():
+                total += entry.stat().st_size
+        return total
+
+    def run(self, searcher, query, limit: int) -> list[tuple[float, bytes]]:
+        """``(score, _src)`` of up to ``limit`` documents matching ``query``."""
+        if limit <= 0:
+            return []
+        hits = searcher.search(query, limit, count=False).hits
+        doc = searcher.doc
+        return [(score, doc(addr).get_first("_src")) for score, addr in hits]
+
+    def run_ordered(self, searcher, query, limit: int, desc: bool) -> list[tuple[str, bytes]]:
+        """``(_pk, _src)`` of the first ``limit`` documents matching ``query`` in ``_pk`` order."""
+        if limit <= 0:
+            return []
+        hits = searcher.search(query, limit, count=False, order_by_field="_pk",
+                               order=tantivy.Order.Desc if desc else tantivy.Order.Asc).hits
+        doc = searcher.doc
+        return [(key, doc(addr).get_first("_src")) for key, addr in hits]
+
+    def count(self, searcher, query) -> int:
+        return searcher.search(query, 1, count=True).count
+
+    def terms(self, searcher, name: str, prefix: str = "") -> list[str]:
+        """Every term of ``name`` beginning with ``prefix`` (any order)."""
+        return [t for t, _ in searcher.terms_with_prefix(name, prefix)]
+
+    # -- queries (opaque handles) -----------------------------------------------------------
+
+    def q_all(self):
+        return Query.all_query()
+
+    def q_none(self):
+        return Query.empty_query()
+
+    def q_rows(self):
+        return self._row_kind
+
+    def q_kind(self, kind: str):
+        return Query.term_query(self.schema, "_kind", kind, index_option="basic")
+
+    def q_term(self, name: str, value: object):
+        opt = "position" if self.kinds.get(name) == "tok" else "basic"
+        return Query.term_query(self.schema, name, value, index_option=opt)
+
+    def q_terms(self, name: str, values: list):
+        if not values:
+            return Query.empty_query()
+        return Query.term_set_query(self.schema, name, list(values))
+
+    def q_has(self, name: str):
+        return Query.term_query(self.schema, "_has", name, index_option="basic")
+
+    def q_ids(self, owners: list[str]):
+        if not owners:
+            return Query.empty_query()
+        return Query.term_set_query(self.schema, "_owner", list(owners))
+
+    def q_range(self, name: str, lo: object, hi: object, include_lower: bool, include_upper: bool):
+        return Query.range_query(self.schema, name, _RANGE_TYPE[self.kinds[name]], lo, hi,
+                                 include_lower if lo is not None else True,
+                                 include_upper if hi is not None else True)
+
+    def q_ts_from(self, ts: int):
+        return Query.range_query(self.schema, "_ts", FieldType.Integer, ts, None)
+
+    def q_regex(self, name: str, pattern: str):
+        return Query.regex_query(self.schema, name, pattern)
+
+    def q_phrase(self, name: str, tokens: list[str], slop: int):
+        if len(tokens) == 1:
+            return self.q_term(name, tokens[0])
+        return Query.phrase_query(self.schema, name, tokens, slop)
+
+    def q_bool(self, clauses: list[tuple[str, object]], minimum_should_match: int | None = None):
+        subs = [(_OCCUR[occ], q) for occ, q in clauses]
+        if not subs:
+            return Query.all_query()
+        return Query.boolean_query(subs, minimum_should_match)
+
+    def q_const(self, query, score: float = 1.0):
+        return Query.const_score_query(query, score)
