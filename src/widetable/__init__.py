@@ -22,6 +22,7 @@ from .table.filters import (
     Filter,
     RowExistence,
     SingleColumnFilter,
+    SingleColumnRegexFilter,
     col,
     parse_filter,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "Row",
     "RowExistence",
     "SingleColumnFilter",
+    "SingleColumnRegexFilter",
     "Table",
     "TableDescription",
     "TableOptions",

@@ -28,6 +28,28 @@ def check_flag(value: object, what: str, optional: bool = False) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class LoopState:
+    """How a background loop of the store is doing (``describe_table``'s ``background``,
+    ``widetable describe``, the server's health endpoint).
+
+    ``name`` is ``"purge"`` (TTL and version garbage collection), ``"maintenance"``
+    (partition splits, merges, statistics) or ``"indexer"`` (the global-index applier
+    and change-log trimming). ``ok`` is False from an error until a pass works again;
+    ``error`` is the last error (type and message), ``error_at`` when it happened
+    (unix seconds), ``errors`` how many passes failed since the store opened, and
+    ``ok_at`` when a pass last worked. ``running`` is False once the loop has ended
+    (the store closing, or off: ``purge_interval=None``)."""
+
+    name: str
+    ok: bool = True
+    error: str | None = None
+    error_at: float | None = None
+    errors: int = 0
+    ok_at: float | None = None
+    running: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class IndexDescription:
     """One index as ``describe_table`` lists it. ``lag_ms`` is None for a local index."""
 
@@ -37,6 +59,15 @@ class IndexDescription:
     defined_columns: tuple[str, ...]
     lag_ms: int | None
     behind_retention: bool = False  # a global index whose unapplied records outlived retention
+    # A global index's applier state: the last error applying it (None: its last pass
+    # worked), when (unix seconds) and how many passes failed. A stuck index keeps its
+    # change log from being trimmed: its lag and its error say so.
+    error: str | None = None
+    error_at: float | None = None
+    errors: int = 0
+    # Rows the index cannot hold (a key value over the key limits, such as a string
+    # over 1 KB): a global index skips them, and counts them here.
+    too_long_rows: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +85,4 @@ class TableDescription:
     stream_retention: int = 86400  # seconds change records are kept
     indexes: list[IndexDescription] = field(default_factory=list)  # with each global one's lag
     stream_id: str | None = None  # the stream's id while ``stream`` is on
+    background: list[LoopState] = field(default_factory=list)  # the store's background loops

@@ -23,6 +23,9 @@ INTERNAL_SERVER_ERROR = "OTSInternalServerError"
 SERVER_UNAVAILABLE = "OTSServerUnavailable"
 NOT_SUPPORTED = "OTSNotSupported"
 TRIMMED_DATA_ACCESS = "OTSTrimmedDataAccess"
+# widetable's own code, never sent by a server: widetable.connect lost the connection after
+# a call that is not idempotent may have reached the server (see OutcomeUnknown).
+OUTCOME_UNKNOWN = "WidetableOutcomeUnknown"
 
 
 class WidetableError(Exception):
@@ -49,6 +52,15 @@ class ParameterInvalid(WidetableError):
 
 class InvalidPK(WidetableError):
     code = INVALID_PK
+
+
+class PrimaryKeyTooLong(ParameterInvalid, InvalidPK):
+    """A primary-key value over 1 KB. Tablestore answers it ``OTSParameterInvalid`` ("The
+    length of primary key column: 'k' exceeds the MaxLength:1024 with CurrentLength:1025."),
+    so that is its code; it is still an :class:`InvalidPK` to code that catches keys which
+    cannot be encoded (an index entry skipped, a row that predates an index)."""
+
+    code = PARAMETER_INVALID
 
 
 class ObjectNotExist(WidetableError):
@@ -126,6 +138,18 @@ class TrimmedDataAccess(WidetableError):
     start again from TRIM_HORIZON, knowing that records were missed."""
 
     code = TRIMMED_DATA_ACCESS
+
+
+class OutcomeUnknown(WidetableError):
+    """widetable.connect lost the connection after sending a call that is not idempotent
+    (an increment, an auto-increment put, a conditional write, a commit, DDL, ...): the
+    server may have applied it before the connection dropped, or not. The client does
+    not send such a call again, since a second run could double an increment, add a
+    row or fail a condition the first run met; read the data to learn what happened.
+    Calls that are idempotent, and calls that provably never left the client, are sent
+    again on a fresh connection instead."""
+
+    code = OUTCOME_UNKNOWN
 
 
 def describe(value: object, limit: int = 64) -> str:

@@ -197,3 +197,16 @@ def test_describe_prints_bounds_that_look_like_markup(cli):
     cli("create-table", "t", "--pk", "k:STRING", "--split-point", "[/x]", "--split-point", "m[b]")
     out = cli("describe", "t").stdout
     assert "'[/x]'" in out and "'m[b]'" in out
+
+
+def test_describe_shows_background_loops_and_index_health(cli):
+    cli("create-table", "t", "--pk", "k:STRING")
+    with cli.open() as db:
+        db.update_table("t", defined_columns=[("c", "STRING")])
+        db.create_index("t", "by_c", ["c"])
+        db.table("t").put_row(("a",), {"c": "x" * 2000})  # too long for the index's key
+        assert db.wait_for_indexes(10)
+    out = cli("describe", "t").stdout
+    assert "background" in out and "too long" in out
+    for loop in ("purge", "maintenance", "indexer"):
+        assert loop in out

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from widetable.errors import InvalidPK
-from widetable.index.schema import IndexCodec, check_index
+from widetable.index.schema import TOO_LONG, IndexCodec, check_index
 from widetable.keys import codec
 from widetable.keys.compiled import compile_key_encoder
 from widetable.table import rowcodec
@@ -66,7 +66,9 @@ def test_entry_matches_reference(kind, key, attrs):
                 ic.entry(row)
             continue
         assert ic.entry(row) == want, row
-        if want is not None:
+        if want is TOO_LONG:  # a GLOBAL index skips (and counts) a key value over the limits
+            assert kind == "GLOBAL"
+        elif want is not None:
             assert rowcodec.unpack(want[1])[1] == codec.decode_tuple(want[0], 5)
 
 

@@ -23,7 +23,7 @@ def test_a_put_whose_local_entry_is_over_the_limits_fails_and_writes_nothing(db,
     db.create_index("t", "l", ["k", "c"], index_type="LOCAL", progress=False)
     with pytest.raises(WidetableError) as err:
         t.put_row(("a", 1), {"c": BIG})
-    assert err.value.code == "OTSInvalidPK"
+    assert err.value.code == "OTSParameterInvalid"  # a key value over 1 KB
     assert t.get_row(("a", 1)) is None
     assert list(db.table("l").scan()) == []
 
@@ -39,7 +39,7 @@ def test_batch_rows_a_local_index_refuses_fail_alone(db, t):
         ("t", "update", ("a", 4), {"put": {"c": BIG}}),
     ])
     assert [r.error.code if r.error else None for r in results] == [
-        None, "OTSInvalidPK", None, None, "OTSInvalidPK"]
+        None, "OTSParameterInvalid", None, None, "OTSParameterInvalid"]
     assert [r.primary_key for r in t.scan()] == [("a", 1), ("a", 3)]
     assert db.table("other").get_row(("z",))["v"] == 1
     assert [r.primary_key for r in db.table("l").scan()] == [("a", "fine", 3), ("a", "ok", 1)]
@@ -51,7 +51,7 @@ def test_create_index_that_cannot_backfill_a_row_leaves_nothing(db, t):
     t.put_row(("a", 2), {"c": BIG})
     with pytest.raises(WidetableError) as err:
         db.create_index("t", "l", ["k", "c"], index_type="LOCAL", progress=False)
-    assert err.value.code == "OTSInvalidPK"
+    assert err.value.code == "OTSParameterInvalid"  # a key value over 1 KB
     assert db.describe_table("t").indexes == []
     with pytest.raises(WidetableError) as missing:
         db.table("l")

@@ -229,15 +229,23 @@ def expect_invalid_pk(fn, *args, match: str) -> InvalidPK:
     ],
 )
 def test_values_over_1kb_are_rejected_naming_the_value(value, type_, size) -> None:
-    err = expect_invalid_pk(
-        encode_element, value, type_, match=f"is {size} bytes; the limit is 1024"
-    )
+    """OTSParameterInvalid in Tablestore's wording (still an InvalidPK to callers that skip
+    keys which cannot be encoded)."""
+    err = expect_too_long(encode_element, value, type_, "v", match=f"is {size} bytes; the limit is 1024")
     assert repr(value)[:20] in str(err)
+    assert err.message.startswith(
+        f"The length of primary key column: 'v' exceeds the MaxLength:1024 with CurrentLength:{size}.")
     names = names_for((type_,))
-    expect_invalid_pk(make_encoder((type_,), names), (value,), match=f"is {size} bytes")
-    expect_invalid_pk(
-        make_encoder((INTEGER, type_), ("n", "v")), (1, value), match=f"is {size} bytes"
-    )
+    expect_too_long(make_encoder((type_,), names), (value,), match=f"column: '{names[0]}' exceeds")
+    expect_too_long(make_encoder((INTEGER, type_), ("n", "v")), (1, value),
+                    match=f"column: 'v' exceeds the MaxLength:1024 with CurrentLength:{size}")
+
+
+def expect_too_long(fn, *args, match: str) -> InvalidPK:
+    with pytest.raises(InvalidPK, match=match) as info:
+        fn(*args)
+    assert info.value.code == "OTSParameterInvalid"
+    return info.value
 
 
 @pytest.mark.parametrize(
@@ -374,7 +382,7 @@ def outcome(fn, *args):
 def test_single_string_fast_path_agrees_with_generic_path(value: str) -> None:
     fast = make_encoder((STRING,), ("k",))
     fast_result = outcome(fast, (value,))
-    generic_result = outcome(encode_element, value, STRING)
+    generic_result = outcome(encode_element, value, STRING, "k")
     assert fast_result[0] == generic_result[0]
     if fast_result[0] == "ok":
         assert fast_result[1] == generic_result[1] == encode_tuple((value,), (STRING,))

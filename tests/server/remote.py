@@ -36,7 +36,6 @@ LOCAL_ONLY = {
     "test_purge_expired_removes_expired_rows_physically": "purge_expired is embedded-only",
     "test_purge_trims_versions_past_max_versions": "purge_expired is embedded-only",
     "test_versions_past_lowered_max_versions_stay_hidden_from_every_read": "reads the engine",
-    "test_deleting_the_last_cell_deletes_the_row": "reads the engine",
     "test_batch_get_per_row_errors": "a malformed key fails in the client before the batch is sent",
     "test_page_cut_by_rows_and_bytes": "shrinks the embedded store's page limits; reads stored bytes",
 }

@@ -456,3 +456,17 @@ def test_health_answers_without_a_signature(served) -> None:
     assert status == 200 and headers["content-type"] == "application/json"
     report = json.loads(body)
     assert report["status"] == "ok" and report["connections"] >= 1
+
+
+def test_health_reports_the_background_loops(served) -> None:
+    import json
+
+    sock, reader = dial(served)
+    with sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, body = reader.response()
+    assert status == 200
+    loops = {b["name"]: b for b in json.loads(body)["background"]}
+    assert set(loops) == {"purge", "maintenance", "indexer"}
+    for b in loops.values():
+        assert b["ok"] is True and b["errors"] == 0 and b["error_type"] is None

@@ -169,8 +169,9 @@ def test_auto_increment_returns_the_key(ots) -> None:
 
 def test_unsupported_apis_say_so(ots) -> None:
     make(ots)
+    # search indexes are served now (tests/server/test_search_sdk.py): a missing one is named
     e = error(ots.compute_splits, "t", "idx")
-    assert e.get_error_code() == "OTSUnsupportOperation" and "not supported" in e.get_error_message()
+    assert e.get_error_code() == "OTSObjectNotExist" and "'idx'" in e.get_error_message()
     e = error(ots.exe_sql_query, "select 1")
     assert e.get_error_code() == "OTSUnsupportOperation"
 

@@ -129,6 +129,8 @@ def test_streams_and_global_indexes_are_consumers(db) -> None:
     db.create_index("t", "by_v", ["v"], index_type="GLOBAL")
     names = sorted(c.name for c in db._ctx.changelog.consumers(db.table("t")))
     assert names == ["index:by_v", "stream:t"]
+    gi = next(iter(db._indexer.indexes.values()))
+    assert db._ctx.changelog.get("index:by_v").health is gi.health  # one error state
     db.drop_index("t", "by_v")
     assert [c.name for c in db._ctx.changelog.consumers(db.table("t"))] == ["stream:t"]
     db.delete_table("t")
@@ -168,13 +170,15 @@ def test_lag_and_error_state(db) -> None:
     t.put_row(("a",), {"x": 1})
     time.sleep(0.02)
     assert log.lag_ms(c) >= 10
+    assert c.failed(OSError("index disk full")) > 0  # a back-off delay
     c.failed(OSError("index disk full"))
-    c.failed(OSError("index disk full"))
-    assert c.state.error == "OSError: index disk full" and c.state.errors == 2
-    assert c.state.error_at is not None
+    state = c.health.state()
+    assert state.error == "OSError: index disk full" and state.errors == 2 and not state.ok
+    assert state.error_at is not None
     c.commit(log.read(c).checkpoints)
     c.ok()
-    assert c.state.error is None and c.state.errors == 2 and c.state.ok_at is not None
+    state = c.health.state()
+    assert state.ok and state.error is None and state.errors == 2 and state.ok_at is not None
     assert log.lag_ms(c) == 0
     assert log.lag_ms(log.register("test:nockpt", t)) is None  # keeps no checkpoints
 

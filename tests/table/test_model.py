@@ -370,11 +370,8 @@ class TableMachine(RuleBasedStateMachine):
         for c, v in new_values.items():
             merge(row.setdefault(c, []), now, v)
         assert dict(result.increments) == new_values
-        row = trim(row)
-        if row:
-            self.rows[pk] = row
-        else:
-            self.rows.pop(pk, None)
+        # Tablestore: an update never deletes the row, and inserts a missing one.
+        self.rows[pk] = trim(row)
 
     @rule(pk=pks, cond=conditions)
     def delete_row(self, pk, cond) -> None:
@@ -485,7 +482,7 @@ class TableMachine(RuleBasedStateMachine):
         backward = direction == "backward"
         pad = INF_MAX if backward else INF_MIN
         s, e = bound_key(start, pad), bound_key(end, pad)
-        if (s < e) if backward else (s > e):
+        if (s <= e) if backward else (s >= e):  # Tablestore refuses an empty range
             return None
         keys = sorted(self.rows, reverse=backward)
         if backward:

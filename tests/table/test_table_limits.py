@@ -155,14 +155,24 @@ def test_int64_primary_key_edges_are_fine(db, t) -> None:
 
 
 def test_primary_key_value_1kb_limit(db, t) -> None:
+    """Tablestore answers a key value over 1 KB with OTSParameterInvalid, "The length of
+    primary key column: 's' exceeds the MaxLength:1024 with CurrentLength:1025."; the
+    message goes on with the value."""
     t.put_row(("s" * 1024, 1, b"b" * 1024), {"x": 1})
     assert t.get_row(("s" * 1024, 1, b"b" * 1024))["x"] == 1
     t.put_row(("é" * 512, 1, b""), {"x": 2})  # 1024 UTF-8 bytes
     for pk in [("s" * 1025, 1, b""), ("é" * 513, 1, b""), ("a", 1, b"\x00" * 1025)]:
-        named = ["1025" if len(pk[0]) != 513 else "1026", fragment(pk[0] if len(pk[2]) < 1025 else pk[2])]
-        rejects(db, "OTSInvalidPK", t.put_row, pk, {"x": 1}, names=named)
-        rejects(db, "OTSInvalidPK", t.get_row, pk, names=named)
-        rejects(db, "OTSInvalidPK", t.get_range, pk, INF_MAX, names=named)
+        size = 1025 if len(pk[0]) != 513 else 1026
+        column = "s" if len(pk[2]) < 1025 else "b"
+        named = [f"The length of primary key column: '{column}' exceeds the MaxLength:1024 "
+                 f"with CurrentLength:{size}.", fragment(pk[0] if column == "s" else pk[2])]
+        for call in ((t.put_row, pk, {"x": 1}), (t.get_row, pk), (t.delete_row, pk),
+                     (t.get_range, pk, INF_MAX)):
+            err = rejects(db, "OTSParameterInvalid", *call, names=named)
+            assert err.message.startswith(named[0])
+        res = db.batch_write_row([("t", "put", pk, {"x": 1})])
+        assert res[0].error.code == "OTSParameterInvalid"
+        assert db.batch_get_row([("t", pk)])[0].error.code == "OTSParameterInvalid"
 
 
 # --- attribute values --------------------------------------------------------------------

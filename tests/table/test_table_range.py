@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from widetable import INF_MAX, INF_MIN, col
+from widetable import INF_MAX, INF_MIN, WidetableError, col
 from widetable.table import table as table_module
 
 from .helpers import pks, rejects
@@ -33,6 +33,27 @@ def test_forward_whole_table(grid) -> None:
     assert pks(t.get_range((INF_MIN,) * 3, (INF_MAX,) * 3)) == keys
     assert pks(t.get_range(INF_MIN, INF_MAX)) == keys  # a bare INF stands for every column
     assert pks(t.scan()) == keys
+
+
+@pytest.mark.parametrize("start, end, direction", [
+    ((INF_MIN,) * 3, (INF_MIN,) * 3, "forward"),
+    ((INF_MAX,) * 3, (INF_MAX,) * 3, "backward"),
+    (INF_MIN, (INF_MIN, "z", b"z"), "forward"),  # everything after the first INF is padding
+    ((INF_MAX, "a"), INF_MAX, "backward"),
+    (("b",), ("b", INF_MIN), "forward"),  # forward pads a short bound with INF_MIN
+    (("b", INF_MAX), ("b",), "backward"),  # and backward with INF_MAX
+    (("b", 1, b"\x00"), ["b", 1, b"\x00"], "forward"),
+    (("b", 1, b"\x00"), {"s": "b", "i": 1, "b": b"\x00"}, "backward"),
+])
+def test_bounds_that_encode_equal_are_rejected(grid, db, start, end, direction) -> None:
+    """Different tuples that encode to one key bound an empty range: refused as equal ones
+    are, by get_range and by scan (backward, the start is the larger key)."""
+    t, _ = grid
+    err = rejects(db, "OTSParameterInvalid", t.get_range, start, end, direction)
+    assert err.message.startswith(FORWARD_ORDER if direction == "forward" else BACKWARD_ORDER)
+    with pytest.raises(WidetableError) as info:
+        list(t.scan(start, end, direction))
+    assert info.value.code == "OTSParameterInvalid"
 
 
 def test_backward_whole_table(grid) -> None:
@@ -73,13 +94,24 @@ def test_inf_inside_a_bound(grid) -> None:
     ]
 
 
+FORWARD_ORDER = "Begin key must less than end key in FORWARD"
+BACKWARD_ORDER = "Begin key must more than end key in BACKWARD"
+
+
 def test_empty_and_inverted_ranges(grid, db) -> None:
+    """Tablestore answers a range whose start is not below its end (forward; not above it
+    backward) with OTSParameterInvalid in its own wording, equal bounds included."""
     t, _ = grid
     k = ("b", 0, b"\x00")
-    assert pks(t.get_range(k, k)) == []
-    assert pks(t.get_range(k, k, "backward")) == []
-    rejects(db, "OTSParameterInvalid", t.get_range, ("c",), ("a",), names=["'c'"])
-    rejects(db, "OTSParameterInvalid", t.get_range, ("a",), ("c",), "backward", names=["'a'"])
+    err = rejects(db, "OTSParameterInvalid", t.get_range, k, k, names=["'b'"])
+    assert err.message.startswith(FORWARD_ORDER)
+    err = rejects(db, "OTSParameterInvalid", t.get_range, k, k, "backward", names=["'b'"])
+    assert err.message.startswith(BACKWARD_ORDER)
+    err = rejects(db, "OTSParameterInvalid", t.get_range, ("c",), ("a",), names=["'c'"])
+    assert err.message.startswith(FORWARD_ORDER)
+    err = rejects(db, "OTSParameterInvalid", t.get_range, ("a",), ("c",), "backward",
+                  names=["'a'"])
+    assert err.message.startswith(BACKWARD_ORDER)
     rejects(db, "OTSParameterInvalid", t.get_range, INF_MIN, INF_MAX, "sideways",
             names=["sideways"])
 

@@ -57,16 +57,40 @@ def test_delete_version_removes_exactly_that_version(t, now) -> None:
     assert t.get_row("k", max_versions=3).versions("a") == [(1, now - 3000)]
 
 
-def test_deleting_the_last_cell_deletes_the_row(t, now, physical_rows) -> None:
+def test_deleting_every_cell_keeps_the_row(t, db, now) -> None:
+    """Tablestore's UpdateRow: "deleting all attribute columns of a row is not deleting the
+    row; use DeleteRow for that". The row stays with its key alone, and an EXPECT_EXIST
+    write to it then passes."""
     t.put_row("k", {"a": (1, now - 1000)})
     t.update_row("k", delete_version={"a": now - 1000})
-    assert t.get_row("k") is None
+    row = t.get_row("k")
+    assert row is not None and row.primary_key == ("k",) and row.columns == {}
     t.put_row("k2", {"a": 1, "b": 2})
     t.update_row("k2", delete_column=["a", "b"])
+    assert t.get_row("k2") is not None and t.get_row("k2").columns == {}
+    assert [r.primary_key for r in t.scan()] == [("k",), ("k2",)]
+    t.update_row("k2", put={"c": 3}, condition=EXPECT_EXIST)
+    t.put_row("k", {"z": 1}, condition=EXPECT_EXIST)
+    rejects(db, "OTSConditionCheckFail", t.put_row, "k", {"z": 2}, condition=EXPECT_NOT_EXIST)
+    t.delete_row("k2")  # only DeleteRow deletes a row
     assert t.get_row("k2") is None
-    assert physical_rows(t.name) == 0
-    t.update_row("ghost", delete_column=["a"])  # on a missing row: still nothing
-    assert t.get_row("ghost") is None and physical_rows(t.name) == 0
+
+
+def test_update_that_only_deletes_inserts_a_missing_row(t, db) -> None:
+    """Tablestore's UpdateRow documentation: "if the specified row does not exist, a new row
+    is inserted", with no exception for an update made only of deletions; its capacity rules
+    bill such an update of a missing row as a write of the key and the deleted columns' names.
+    So an update that only deletes, on a missing row, leaves a row with its key alone (and an
+    EXPECT_EXIST one fails and writes nothing)."""
+    rejects(db, "OTSConditionCheckFail", t.update_row, "ghost", delete_column=["a"],
+            condition=EXPECT_EXIST)
+    assert t.get_row("ghost") is None and list(t.scan()) == []
+    t.update_row("ghost", delete_column=["a"])
+    row = t.get_row("ghost")
+    assert row is not None and row.columns == {}
+    t.update_row("ghost2", delete_version={"a": 1})
+    assert t.get_row("ghost2").columns == {}
+    assert [r.primary_key for r in t.scan()] == [("ghost",), ("ghost2",)]
 
 
 def test_increment_missing_column_counts_from_zero(t) -> None:
@@ -175,10 +199,10 @@ def test_all_four_parts_together(t, now) -> None:
     assert row["c"] == "new" and row["n"] == 42
 
 
-def test_put_then_delete_everything_deletes_row(t, now) -> None:
+def test_put_then_delete_everything_keeps_row(t, now) -> None:
     t.put_row("k", {"a": 1})
     t.update_row("k", delete_column=["a"])
-    assert t.get_row("k") is None
+    assert t.get_row("k").columns == {}
 
 
 @pytest.mark.parametrize(

@@ -68,6 +68,20 @@ def test_conditions_and_increments_see_own_writes(db, t):
     assert t.get_row(("u1", "new"))["n"] == 6
 
 
+def test_scan_of_a_one_column_key_is_its_row(db, table):
+    """With a one-column key the partition is one row: scan returns it (its range would
+    have equal bounds, which get_range refuses)."""
+    one = table("one", pk=[("k", "STRING")])
+    one.put_row("u1", {"n": 1})
+    txn = db.start_local_transaction("one", "u1")
+    assert [r["n"] for r in txn.scan()] == [1]
+    txn.update_row("u1", increment={"n": 1})
+    assert [r["n"] for r in txn.scan(direction="backward", columns=["n"])] == [2]
+    txn.delete_row("u1")
+    assert list(txn.scan()) == []
+    txn.abort()
+
+
 def test_abort_discards(db, t):
     txn = db.start_local_transaction("acct", "u1")
     txn.put_row(("u1", "x"), {"a": 1})

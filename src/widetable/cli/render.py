@@ -166,18 +166,39 @@ def history_table(desc: TableDescription, limit: int = 10) -> RichTable:
 
 
 def indexes_table(desc: TableDescription) -> RichTable:
-    """Secondary indexes with their key and, for global ones, the lag."""
+    """Secondary indexes with their key and, for global ones, the lag, the applier's last
+    error and the rows too long to index."""
     table = RichTable(title="indexes", title_justify="left")
-    for name in ("name", "type", "primary key", "defined columns", "lag"):
+    for name in ("name", "type", "primary key", "defined columns", "lag", "too long", "error"):
         table.add_column(name)
     for ix in desc.indexes:
         lag = "-" if ix.lag_ms is None else f"{ix.lag_ms} ms"
         if ix.behind_retention:
             lag += " [red](behind retention)[/red]"
+        error = Text("")
+        if ix.error is not None:
+            error = Text(f"{ix.error} ({ix.errors}x, {_when(ix.error_at)})", style="red")
         table.add_row(
-            ix.name, ix.index_type, ", ".join(ix.primary_key), ", ".join(ix.defined_columns), lag
+            ix.name, ix.index_type, ", ".join(ix.primary_key), ", ".join(ix.defined_columns), lag,
+            Text(f"{ix.too_long_rows:,}", style="red" if ix.too_long_rows else ""), error,
         )
     return table
+
+
+def background_table(desc: TableDescription) -> RichTable:
+    """The store's background loops: ok, or the last error, when and how often."""
+    table = RichTable(title="background", title_justify="left")
+    for name in ("loop", "state", "errors", "last error", "at"):
+        table.add_column(name)
+    for b in desc.background:
+        state = ("ok" if b.ok else "[red]failing[/red]") if b.running else "stopped"
+        table.add_row(b.name, state, str(b.errors), Text(b.error or "", style="red"),
+                      _when(b.error_at) if b.error_at is not None else "")
+    return table
+
+
+def _when(t: float | None) -> str:
+    return "-" if t is None else datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def row_json(row: Row, with_versions: bool = False) -> str:

@@ -137,7 +137,8 @@ def describe(
     data: DataOpt = None,
     endpoint: EndpointOpt = None,
 ) -> None:
-    """Show a table's primary key, options, partitions, split history and indexes."""
+    """Show a table's primary key, options, partitions, split history, indexes and the
+    store's background loops."""
     with open_target(ctx, data, endpoint) as db:
         desc = db.describe_table(name)
         render.console.print(render.schema_table(desc))
@@ -147,6 +148,8 @@ def describe(
             render.console.print(render.history_table(desc))
         if desc.indexes:
             render.console.print(render.indexes_table(desc))
+        if desc.background:
+            render.console.print(render.background_table(desc))
 
 
 @command("drop-table")

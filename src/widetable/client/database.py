@@ -44,6 +44,7 @@ from ..wire import convert, plainbuffer
 from ..wire.busypoll import check_window
 from ..wire.plainbuffer import PlainRow
 from ..wire.proto import enum_value, pb
+from . import idempotent as idem
 from . import streams
 from .native import NativeChannel, Unsendable
 from .table import RT_AFTER_MODIFY, RT_PK, RemoteTable, RemoteTransaction, fill_read, read_row
@@ -91,9 +92,10 @@ class RemoteDatabase:
         if self._closed:
             raise ParameterInvalid("the connection is closed")
 
-    def _call(self, api: str, request) -> bytes:
+    def _call(self, api: str, request, idempotent: bool | None = None) -> bytes:
+        """One call over Tablestore's protocol; ``idempotent`` as ``Transport.call``."""
         self._check_open()
-        return self._transport.call(api, request)
+        return self._transport.call(api, request, idempotent)
 
     def _over_native(self, call: Callable[[NativeChannel], T]) -> T | None:
         """``call`` on the native channel; None when there is none, or the call cannot
@@ -449,7 +451,8 @@ class RemoteDatabase:
         req = b"".join(parts)
         if len(req) > MAX_REQUEST_BYTES:
             raise ParameterInvalid(f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it")
-        resp = pb.BatchWriteRowResponse.FromString(self._call("BatchWriteRow", req))
+        resp = pb.BatchWriteRowResponse.FromString(
+            self._call("BatchWriteRow", req, idem.batch(requests)))
         cursor = {t.table_name: iter(t.rows) for t in resp.tables}
         for result in results:
             if result.error is not None:

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from .. import errors as errs
-from ..descriptions import IndexDescription, TableDescription
+from ..descriptions import IndexDescription, LoopState, TableDescription
 from ..errors import NotSupported, WidetableError
 from ..partition.manager import PartitionInfo
 from ..partition.meta import PartitionEvent
@@ -56,13 +56,16 @@ from ..wire.native import (
     wire_bound,
 )
 from ..wire.proto import pb
+from . import idempotent as idem
 from .transport import (
     ThreadConnections,
     Transport,
     _Closed,
     _Connection,
+    _NotSent,
     _Protocol,
     error_of,
+    peer_closed,
     unreachable,
 )
 
@@ -169,6 +172,7 @@ def _description_answer(data: bytes | memoryview) -> object:
         d["indexes"] = [IndexDescription(**{**i, "primary_key": tuple(i["primary_key"]),
                                             "defined_columns": tuple(i["defined_columns"])})
                         for i in d["indexes"]]
+        d["background"] = [LoopState(**b) for b in d.get("background", ())]
         return 0, TableDescription(**d)
     except (TypeError, KeyError, AttributeError) as exc:
         raise _Protocol(f"a table description of another shape: {exc}") from None
@@ -221,46 +225,50 @@ class NativeChannel:
         if filter is not None:
             filter = _filter(filter)
         return self.call((GET_ROW, table, pk, columns, max_versions, time_range, filter, txn),
-                         _row_answer)
+                         _row_answer, True)
 
     def get_range(self, table, start, end, direction, limit, columns, max_versions, time_range,
                   filter, txn) -> RangeResult:
         rows, nxt = self.call((GET_RANGE, table, wire_bound(start), wire_bound(end), direction,
                                limit, columns, max_versions, time_range, _filter(filter), txn),
-                              _range_answer)
+                              _range_answer, True)
         return RangeResult(rows, nxt)
 
     def put_row(self, table, pk, columns, condition, txn) -> WriteResult:
-        return _written(self.call((PUT_ROW, table, pk, columns, _condition(condition), txn)))
+        return _written(self.call((PUT_ROW, table, pk, columns, _condition(condition), txn),
+                                  read_answer, idem.write("put", pk, None, condition)))
 
     def update_row(self, table, pk, put, delete_version, delete_column, increment, condition,
                    txn) -> WriteResult:
         return _written(self.call((UPDATE_ROW, table, pk, put, delete_version, delete_column,
-                                   increment, _condition(condition), txn)))
+                                   increment, _condition(condition), txn), read_answer,
+                                  not increment and idem.blind(condition)))
 
     def delete_row(self, table, pk, condition, txn) -> WriteResult:
-        return _written(self.call((DELETE_ROW, table, pk, _condition(condition), txn)))
+        return _written(self.call((DELETE_ROW, table, pk, _condition(condition), txn),
+                                  read_answer, idem.blind(condition)))
 
     # -- the change stream (answers: wire/native.py's docstring) -------------------------
 
     def describe_table(self, name) -> TableDescription:
-        return self.call((DESCRIBE_TABLE, name), _description_answer)
+        return self.call((DESCRIBE_TABLE, name), _description_answer, True)
 
     def list_stream(self, table) -> list[StreamInfo]:
-        return [StreamInfo(*s) for s in self.call((LIST_STREAM, table))]
+        return [StreamInfo(*s) for s in self.call((LIST_STREAM, table), read_answer, True)]
 
     def describe_stream(self, stream_id) -> StreamDescription:
-        sid, table, status, retention, shards, lagging = self.call((DESCRIBE_STREAM, stream_id))
+        sid, table, status, retention, shards, lagging = self.call((DESCRIBE_STREAM, stream_id),
+                                                                   read_answer, True)
         return StreamDescription(sid, table, status, retention, [
             ShardInfo(shard, tuple(parents), tuple(children), start, end, closed)
             for shard, parents, children, start, end, closed in shards
         ], list(lagging))
 
     def get_shard_iterator(self, stream_id, shard_id, position) -> str:
-        return self.call((GET_SHARD_ITERATOR, stream_id, shard_id, position))
+        return self.call((GET_SHARD_ITERATOR, stream_id, shard_id, position), read_answer, True)
 
     def get_stream_record(self, iterator, limit) -> StreamRecords:
-        records, nxt = self.call((GET_STREAM_RECORD, iterator, limit))
+        records, nxt = self.call((GET_STREAM_RECORD, iterator, limit), read_answer, True)
         return StreamRecords([
             StreamRecord(seq, shard, op, tuple(pk),
                          tuple(StreamColumn(*c) for c in columns), ts)
@@ -280,7 +288,7 @@ class NativeChannel:
                 item = (item[0], item[1], opts)
             items.append(item)
         return [BatchGetResult(table, tuple(pk), _row(row), _error(error))
-                for table, pk, row, error in self.call((BATCH_GET_ROW, items))]
+                for table, pk, row, error in self.call((BATCH_GET_ROW, items), read_answer, True)]
 
     def batch_write_row(self, requests: object, txn: str | None) -> list[BatchWriteResult]:
         if not isinstance(requests, (list, tuple)):
@@ -292,7 +300,8 @@ class NativeChannel:
                 item = (*item[:4], _condition(item[4]))
             items.append(item)
         out = []
-        for table, op, pk, incs, error in self.call((BATCH_WRITE_ROW, items, txn)):
+        for table, op, pk, incs, error in self.call((BATCH_WRITE_ROW, items, txn), read_answer,
+                                                    idem.batch(requests)):
             pk = tuple(pk)
             out.append(BatchWriteResult(table, op, pk, None if incs is None else WriteResult(pk, incs),
                                         _error(error)))
@@ -300,9 +309,12 @@ class NativeChannel:
 
     # -- frames ----------------------------------------------------------------------
 
-    def call(self, request: tuple, decode: Callable = read_answer) -> object:
+    def call(self, request: tuple, decode: Callable = read_answer,
+             idempotent: bool = False) -> object:
         """Send one call, return its result or raise its error; ``decode`` reads the answer
-        frame (typed decoders read an error answer generically)."""
+        frame (typed decoders read an error answer generically). ``idempotent``: whether
+        the call may run twice; one that may not and loses its connection after it was
+        sent raises ``OutcomeUnknown`` (client/idempotent.py)."""
         try:
             payload = pack(request)
         except (TypeError, ValueError, OverflowError) as exc:
@@ -311,18 +323,23 @@ class NativeChannel:
             raise Unsendable("over the frame limit")  # Tablestore's path names the limit
         data = HEADER.pack(len(payload)) + payload
         try:
-            return self._send(data, decode)
+            return self._send(data, decode, idempotent)
         except WidetableError as exc:
             if exc.code not in RETRYABLE:
                 raise
-        return self._retrier.call(self._send, data, decode)  # throttled: again, with backoff
+        return self._retrier.call(self._send, data, decode, idempotent)  # throttled: again
 
-    def _send(self, data: bytes, decode: Callable = read_answer) -> object:
+    def _send(self, data: bytes, decode: Callable = read_answer,
+              idempotent: bool = True) -> object:
         conn = self._conns.get()
         reused = conn is not None and conn.sock is not None
+        if reused and not idempotent and peer_closed(conn):  # type: ignore[arg-type]
+            self._conns.drop(conn)  # closed while idle: this call would be lost unsent
+            reused = False
         if not reused:
             conn = self._connect()
         waiting = self._waiting
+        sent = False
         try:
             if self._spin and conn._tls is None:
                 # Busy polling: while answers come back within the window (the server is
@@ -331,26 +348,35 @@ class NativeChannel:
                 # a call that waits alone polls: calls of other threads need the GIL
                 # that each poll takes.
                 waiting.add(conn)
-                sent = perf_counter()
-                conn.sock.sendall(data)  # type: ignore[union-attr]
+                start = perf_counter()
+                _send_all(conn, data)
+                sent = True
                 answer = _read_frame(conn, decode, self._spin if len(waiting) == 1 else 0.0,
-                                     sent)
+                                     start)
             else:
-                conn.sock.sendall(data)  # type: ignore[union-attr]
+                _send_all(conn, data)
+                sent = True
                 answer = _read_frame(conn, decode)
         except (_Closed, ConnectionResetError, BrokenPipeError):
             self._conns.drop(conn)
+            if sent and not idempotent:  # it may have run before the connection dropped
+                raise idem.outcome_unknown(_api_of(data), self._transport.endpoint,
+                                           "the server closed the connection") from None
             if not reused:  # a fresh connection closed at once: not a stale one
                 raise WidetableError(f"the server at {self._transport.endpoint} closed the "
                                      "connection", errs.INTERNAL_SERVER_ERROR) from None
-            return self._send(data, decode)  # the server had closed it while idle: a fresh one
+            return self._send(data, decode, idempotent)  # closed while idle: a fresh one
         except _Protocol as exc:
             self._conns.drop(conn)
             raise WidetableError(f"the server at {self._transport.endpoint} broke widetable's "
                                  f"protocol: {exc}", errs.INTERNAL_SERVER_ERROR) from None
         except OSError as exc:
             self._conns.drop(conn)
-            raise unreachable(self._transport.endpoint, exc, self._transport._timeout) from None
+            error = unreachable(self._transport.endpoint, exc, self._transport._timeout)
+            if sent and not idempotent:
+                raise idem.outcome_unknown(_api_of(data), self._transport.endpoint,
+                                           error.message) from None
+            raise error from None
         finally:
             waiting.discard(conn)
         if answer[0] == 0:
@@ -397,6 +423,28 @@ class NativeChannel:
     def close(self) -> None:
         self._conns.close()
 
+
+def _send_all(conn: _Connection, data: bytes) -> None:
+    """Send a whole frame; a failure raises ``_NotSent``: the server never had all of the
+    frame, so it ran nothing (a frame runs only once it has arrived whole)."""
+    try:
+        conn.sock.sendall(data)  # type: ignore[union-attr]
+    except OSError as exc:
+        raise _NotSent(exc) from None
+
+
+def _api_of(frame: bytes) -> str:
+    """The name of the call a request frame carries, for an error message."""
+    try:
+        op = msgspec.msgpack.decode(frame[HEADER.size:], ext_hook=ext_hook)[0]
+    except Exception:  # noqa: BLE001 - a name for a message only
+        return "the call"
+    return _OP_NAMES.get(op, "the call")
+
+
+_OP_NAMES = {GET_ROW: "GetRow", GET_RANGE: "GetRange", PUT_ROW: "PutRow",
+             UPDATE_ROW: "UpdateRow", DELETE_ROW: "DeleteRow", BATCH_GET_ROW: "BatchGetRow",
+             BATCH_WRITE_ROW: "BatchWriteRow"}
 
 RECV_START = 64 * 1024  # bytes of a connection's receive buffer at first, reused for every answer
 RECV_KEEP = 1024 * 1024  # the most it grows to, for larger answers; past that, one buffer each

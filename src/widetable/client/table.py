@@ -15,14 +15,22 @@ from typing import TYPE_CHECKING, Self
 from ..errors import InvalidPK, ParameterInvalid, describe
 from ..keys import codec
 from ..table.batch import MAX_BATCH_GET
-from ..table.filters import as_condition
+from ..table.filters import MAX_FILTER_DEPTH, CompositeFilter, Filter, as_condition, col
 from ..table.reader import check_time_range
 from ..table.row import RangeResult, Row, WriteResult
 from ..table.schema import AUTO_INCREMENT, TableSchema
-from ..table.table import SCAN_PAGE_ROWS, Table, _check_direction, follow_pages, full_range
+from ..table.table import (
+    SCAN_PAGE_ROWS,
+    Table,
+    _check_direction,
+    follow_pages,
+    full_range,
+    scan_partition,
+)
 from ..wire import convert, plainbuffer, rowshape
 from ..wire.plainbuffer import PlainRow
 from ..wire.proto import enum_value, pb
+from . import idempotent as idem
 from .native import Unsendable
 
 if TYPE_CHECKING:
@@ -165,13 +173,13 @@ class RemoteTable:
         """Read one row, or None (see :meth:`widetable.Table.get_row`). On an index,
         ``fetch_base`` returns the base row its entry points to (see ``IndexTable``)."""
         if fetch_base:
-            base, positions = self._db._index_base(self)
+            base = self._db._index_base(self)  # refused first on a table that is no index
             # As the store reads it: the entry with the version options, then the base row.
             entry = self.get_row(pk, None, max_versions, time_range, None, transaction_id)
             if entry is None:
                 return None
-            return base.get_row(tuple(entry.primary_key[i] for i in positions), columns,
-                                max_versions, time_range, filter)
+            rows = self._fetch_base(base, [entry], columns, max_versions, time_range, filter)
+            return rows[0] if rows else None
         native = self._db._live_native()
         if native is not None:
             if type(pk) is list:  # a list of values or of (name, value): a tuple travels
@@ -197,11 +205,10 @@ class RemoteTable:
         """One page of ``[start, end)`` (see :meth:`widetable.Table.get_range`). On an index,
         ``fetch_base`` returns the base rows of the page's entries, in index order."""
         if fetch_base:
-            base, positions = self._db._index_base(self)
+            base = self._db._index_base(self)  # refused first on a table that is no index
             page = self.get_range(start, end, direction, limit, transaction_id=transaction_id)
-            keys = [tuple(r.primary_key[i] for i in positions) for r in page.rows]
-            return RangeResult(base._rows(keys, columns, max_versions, time_range, filter),
-                               page.next_start_primary_key)
+            return RangeResult(self._fetch_base(base, page.rows, columns, max_versions,
+                                                time_range, filter), page.next_start_primary_key)
         native = self._db._live_native()
         if native is not None and type(start) is not list and type(end) is not list:
             try:
@@ -248,17 +255,43 @@ class RemoteTable:
             time_range=time_range, filter=filter, **({"fetch_base": True} if fetch_base else {}),
         )
 
-    def _rows(self, keys: list[tuple], columns, max_versions, time_range, filter) -> list[Row]:
-        """The rows of ``keys`` that exist and read as something under these options, in
-        order: what an index's ``fetch_base`` returns (a global index may briefly point to
-        a row that is gone; the store leaves such a row out too). One batch read per 100."""
+    def _fetch_base(self, index_base: tuple[RemoteTable, tuple[int, ...]], entries: list[Row],
+                    columns, max_versions, time_range, filter) -> list[Row]:
+        """What an index's ``fetch_base`` returns for these entries of it: the base rows,
+        in order, that exist, read as something under these options, and still hold the
+        entry's values in the index key's attribute columns (a global index lags behind
+        its table; the store leaves such rows out too). The server checks that last part:
+        each row's read carries a filter of its entry's values."""
+        base, positions = index_base  # self._db._index_base(self)
+        keys = [tuple(e.primary_key[i] for i in positions) for e in entries]
+        checks = [(i, n) for i, n in enumerate(self._names) if n not in base._names]
+        if not checks or not keys:
+            return base._rows(keys, columns, max_versions, time_range, [filter] * len(keys))
+        matches = [[col(n).eq(e.primary_key[i], pass_if_missing=False) for i, n in checks]
+                   for e in entries]
+        if filter is None or (isinstance(filter, Filter) and filter.depth < MAX_FILTER_DEPTH):
+            extra = [] if filter is None else [filter]
+            return base._rows(keys, columns, max_versions, time_range,
+                              [_all_of(m + extra) for m in matches])
+        # A column pagination (or a filter as deep as filters go) cannot join the check:
+        # find the rows that still match first, then read those with the caller's options.
+        alive = base._rows(keys, [checks[0][1]], None, None, [_all_of(m) for m in matches])
+        found = {tuple(r.primary_key) for r in alive}
+        keys = [k for k in keys if k in found]
+        return base._rows(keys, columns, max_versions, time_range, [filter] * len(keys))
+
+    def _rows(self, keys: list[tuple], columns, max_versions, time_range,
+              filters: list) -> list[Row]:
+        """The rows of ``keys`` that exist and read as something under these options (a
+        filter per key), in order. One batch read per 100."""
         options = {name: value for name, value in (
-            ("columns", columns), ("max_versions", max_versions), ("time_range", time_range),
-            ("filter", filter)) if value is not None}
+            ("columns", columns), ("max_versions", max_versions), ("time_range", time_range))
+            if value is not None}
+        items = [(self.name, key, options if f is None else {**options, "filter": f})
+                 for key, f in zip(keys, filters)]
         out = []
-        for i in range(0, len(keys), MAX_BATCH_GET):
-            for r in self._db.batch_get_row([(self.name, key, options)
-                                             for key in keys[i:i + MAX_BATCH_GET]]):
+        for i in range(0, len(items), MAX_BATCH_GET):
+            for r in self._db.batch_get_row(items[i:i + MAX_BATCH_GET]):
                 if r.error is not None:
                     raise r.error
                 if r.row is not None:
@@ -286,7 +319,8 @@ class RemoteTable:
             req.return_content.return_type = RT_PK
         if transaction_id:
             req.transaction_id = transaction_id
-        resp = pb.PutRowResponse.FromString(self._db._call("PutRow", req))
+        resp = pb.PutRowResponse.FromString(self._db._call(
+            "PutRow", req, idem.write("put", values, None, condition)))
         return self._result(values, resp.row)
 
     def update_row(self, pk: object, put: object = None, delete_version: object = None,
@@ -313,7 +347,8 @@ class RemoteTable:
             req.return_content.return_type = RT_AFTER_MODIFY
         if transaction_id:
             req.transaction_id = transaction_id
-        resp = pb.UpdateRowResponse.FromString(self._db._call("UpdateRow", req))
+        resp = pb.UpdateRowResponse.FromString(self._db._call(
+            "UpdateRow", req, not increment and idem.blind(condition)))
         return self._result(values, resp.row)
 
     def delete_row(self, pk: object, condition: object = None,
@@ -333,7 +368,7 @@ class RemoteTable:
         convert.encode_condition(req.condition, as_condition(condition))
         if transaction_id:
             req.transaction_id = transaction_id
-        self._db._call("DeleteRow", req)
+        self._db._call("DeleteRow", req, idem.blind(condition))
         return WriteResult(values)
 
     @staticmethod
@@ -377,10 +412,7 @@ class RemoteTransaction:
         return self.table.get_range(start, end, direction, transaction_id=self.transaction_id, **options)
 
     def scan(self, direction: str = "forward", **options) -> Iterator[Row]:
-        start, end = full_range(
-            len(self.table._names), _check_direction(direction), (self.partition_key,)
-        )
-        return follow_pages(self.get_range, start, end, direction, **options)
+        return scan_partition(self, self.table._names, self.partition_key, direction, **options)
 
     def put_row(self, pk: object, columns: object = None, condition: object = None) -> WriteResult:
         return self.table.put_row(pk, columns, condition, transaction_id=self.transaction_id)
@@ -403,3 +435,7 @@ class RemoteTransaction:
         """Abort; ``OTSSessionNotExist`` if the transaction already ended."""
         self._db.abort_transaction(self.transaction_id)
         self.state = "aborted"
+
+
+def _all_of(filters: list) -> object:
+    return filters[0] if len(filters) == 1 else CompositeFilter("AND", tuple(filters))

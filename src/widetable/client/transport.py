@@ -17,6 +17,7 @@ partition layer's :class:`~widetable.partition.retry.Retrier`.
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
 import struct
@@ -29,6 +30,7 @@ from ..errors import WidetableError
 from ..partition.retry import Retrier
 from ..wire.proto import pb
 from ..wire.signing import DateClock, canonical_headers, content_md5, hmac_of
+from . import idempotent as idem
 
 API_VERSION = "2015-12-31"
 _CLASSES: dict[str, type[WidetableError]] = {
@@ -60,8 +62,39 @@ class _Closed(Exception):
     """The server closed the connection before answering (a stale keep-alive connection)."""
 
 
+class _NotSent(_Closed):
+    """The request could not be sent whole: the server never had all of it, so it ran nothing."""
+
+
 class _Protocol(Exception):
     """The response is not HTTP/1.x as this client reads it."""
+
+
+def peer_closed(conn: _Connection) -> bool:
+    """Whether an idle kept-alive connection has something to read: its server closed it
+    (or, with TLS, sent its close notice), since nothing else comes unasked. A request
+    about to go out on it would be lost, so it is dropped first: that request then
+    provably never left. One ``poll`` of the socket, with no wait."""
+    sock = conn.sock
+    if sock is None:
+        return True
+    if conn._buf:
+        return True
+    try:
+        ready = _poll_in(sock.fileno())
+    except (OSError, ValueError):
+        return True
+    return ready
+
+
+if hasattr(select, "poll"):
+    def _poll_in(fd: int) -> bool:
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        return bool(p.poll(0))
+else:  # pragma: no cover - Windows
+    def _poll_in(fd: int) -> bool:
+        return bool(select.select([fd], [], [], 0)[0])
 
 
 def _kernel_timeout(sock: socket.socket, timeout: float | None) -> None:
@@ -138,7 +171,10 @@ class _Connection:
         (its head and body, as one buffer)."""
         if self.sock is None:
             self._open()
-        self.sock.sendall(request)  # type: ignore[union-attr]
+        try:
+            self.sock.sendall(request)  # type: ignore[union-attr]
+        except OSError as exc:  # the server did not take it all: it never ran
+            raise _NotSent(exc) from None
         while True:
             status, reason, version, got = self._head()
             if status >= 200 or status == 101 and "upgrade" in got:
@@ -343,11 +379,15 @@ class Transport:
         self._conns = ThreadConnections()
         self.retrier = retrier or Retrier()
 
-    def call(self, api: str, request) -> bytes:
+    def call(self, api: str, request, idempotent: bool | None = None) -> bytes:
         """POST ``request`` (a message, or its serialized bytes) to ``/api``; throttling
-        errors are retried."""
+        errors are retried. ``idempotent``: whether the call may run twice (None: as the
+        API is, ``idempotent.IDEMPOTENT_APIS``); a call that may not and loses its
+        connection after it was sent raises ``OutcomeUnknown`` (client/idempotent.py)."""
         body = request if type(request) is bytes else request.SerializeToString()
-        return self.retrier.call(self._send, api, body)
+        if idempotent is None:
+            idempotent = api in idem.IDEMPOTENT_APIS
+        return self.retrier.call(self._send, api, body, idempotent)
 
     def _connection(self) -> _Connection:
         conn = self._conns.get()
@@ -379,16 +419,33 @@ class Transport:
                 f"x-ots-contentmd5: {md5}\r\nx-ots-signature: {signature}\r\n\r\n")
         return head.encode("latin-1") + body
 
-    def _send(self, api: str, body: bytes) -> bytes:
+    def _send(self, api: str, body: bytes, idempotent: bool = True) -> bytes:
         request = self._request(api, body)
         for attempt in (0, 1):
             conn = self._connection()
             reused = conn.sock is not None
+            if reused and not idempotent and peer_closed(conn):
+                conn.close()  # closed while idle: this request would be lost unsent
+                reused = False
+            try:
+                if conn.sock is None:
+                    conn._open()
+            except OSError as exc:
+                conn.close()
+                raise unreachable(self.endpoint, exc, self._timeout) from None
             try:
                 status, reason, got, data = conn.exchange(request)
                 break
+            except _NotSent:  # the server never had the whole request: safe to send again
+                conn.close()
+                if not reused or attempt:
+                    raise WidetableError(f"the server at {self.endpoint} closed the connection",
+                                         errs.INTERNAL_SERVER_ERROR) from None
             except (_Closed, ConnectionResetError, BrokenPipeError):
                 conn.close()
+                if not idempotent:
+                    raise idem.outcome_unknown(api, self.endpoint,
+                                               "the server closed the connection") from None
                 if not reused or attempt:
                     raise WidetableError(f"the server at {self.endpoint} closed the connection",
                                          errs.INTERNAL_SERVER_ERROR) from None
@@ -398,6 +455,10 @@ class Transport:
                                      f"HTTP/1.1: {exc}", errs.INTERNAL_SERVER_ERROR) from None
             except OSError as exc:
                 conn.close()
+                if not idempotent:
+                    raise idem.outcome_unknown(
+                        api, self.endpoint, unreachable(self.endpoint, exc, self._timeout).message
+                    ) from None
                 raise unreachable(self.endpoint, exc, self._timeout) from None
         if got.get("x-ots-contentmd5") != content_md5(data):
             raise WidetableError(f"{api}: the response's MD5 does not match its body",

@@ -4,6 +4,9 @@
 ``stop()``; ``Database.close`` stops them before it closes the engine. The
 global-index applier (``index/global_.py``) runs its own thread.
 
+Each loop survives any error a pass raises: it logs it, backs off and tries
+again (``widetable.health``); ``states()`` reports how each is doing.
+
 Garbage collection: expired cells are invisible as soon as they expire; a
 purge rewrites rows that hold expired cells or too many versions, under the
 row lock (see :meth:`Background.purge_round` for which tables a round reads).
@@ -15,7 +18,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import WidetableError
+from ..descriptions import LoopState
+from ..health import LoopHealth
 from ..keys import layout
 from ..table import rowcodec
 from ..table.reader import visible_versions
@@ -47,6 +51,8 @@ class Background:
         self._purge_due_lock = threading.Lock()
         self._purger: threading.Thread | None = None
         self._maintainer: threading.Thread | None = None
+        self.purge_health = LoopHealth("purge")
+        self.maintenance_health = LoopHealth("maintenance")
 
     def start(self) -> None:
         if self._purge_interval:
@@ -82,21 +88,26 @@ class Background:
     # -- partition maintenance -----------------------------------------------------------
 
     def _maintain_loop(self, interval: float) -> None:
+        health = self.maintenance_health
+        health.running = True
         last = time.monotonic()
-        while not self._stop.wait(min(interval, 1.0)):
-            try:
-                if time.monotonic() - last >= interval:
-                    last = time.monotonic()
-                    self._partitions.maintain()
-                else:
-                    self._partitions.tick()
-            except WidetableError:
-                if self._ctx.closed:
-                    return
-            except Exception:  # the engine closed under us, or a bug: never kill the process
-                if self._ctx.closed:
-                    return
-                raise
+        wait = min(interval, 1.0)
+        try:
+            while not self._stop.wait(wait):
+                wait = min(interval, 1.0)
+                try:
+                    if time.monotonic() - last >= interval:
+                        last = time.monotonic()
+                        self._partitions.maintain()
+                    else:
+                        self._partitions.tick()
+                    health.ok()
+                except Exception as exc:  # an engine error, or a bug: log, back off, go on
+                    if self._ctx.closed or self._stop.is_set():
+                        return
+                    wait = health.failed(exc, "a partition maintenance pass")
+        finally:
+            health.running = False
 
     # -- garbage collection ----------------------------------------------------------------
 
@@ -158,9 +169,23 @@ class Background:
         return changed
 
     def _purge_loop(self, interval: float) -> None:
-        while not self._stop.wait(interval):
-            try:
-                self.purge_round()
-            except WidetableError:
-                if self._ctx.closed:
-                    return
+        health = self.purge_health
+        health.running = True
+        wait = interval
+        try:
+            while not self._stop.wait(wait):
+                wait = interval
+                try:
+                    self.purge_round()
+                    health.ok()
+                except Exception as exc:  # an engine error, or a bug: log, back off, go on
+                    if self._ctx.closed or self._stop.is_set():
+                        return
+                    # The failed round is owed again in full; retry sooner than a whole interval.
+                    wait = min(health.failed(exc, "a TTL purge round"), interval)
+        finally:
+            health.running = False
+
+    def states(self) -> list[LoopState]:
+        """The purge and maintenance loops' health (see ``widetable.health``)."""
+        return [self.purge_health.state(), self.maintenance_health.state()]

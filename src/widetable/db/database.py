@@ -9,11 +9,16 @@ one :class:`~widetable.context.StoreContext`, made here.
 
 from __future__ import annotations
 
+import atexit
+import dataclasses
+import logging
 import math
 import threading
+import weakref
 from collections.abc import Callable
 
 from ..context import StoreContext
+from ..descriptions import LoopState
 from ..errors import ParameterInvalid, describe
 from ..index.manager import IndexManager
 from ..index.verify import IndexReport
@@ -37,6 +42,23 @@ from .format import check_format
 from .search import SearchFacade
 
 ROW_LOCK_STRIPES = DEFAULT_STRIPES  # enough for a GIL-bound process; a 200-row batch takes ~140
+
+log = logging.getLogger("widetable")
+# Stores open in this process, closed at exit if their owner did not (see Database.close).
+_OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    """At interpreter exit, before modules and rocksdict go: close every store left open.
+
+    Runs after non-daemon threads have ended and while daemon ones still run, so the
+    background threads are stopped and joined while they can still finish their call."""
+    for db in list(_OPEN):
+        try:
+            db.close()
+        except Exception:  # noqa: BLE001 - at exit: report, and close the others
+            log.exception("widetable: closing a store left open at exit failed")
 
 
 class Database(SearchFacade):
@@ -82,6 +104,7 @@ class Database(SearchFacade):
                                      ctx.ids.take, LogSource(ctx.changelog))
         self._search.open(self._tables)
         self._background.start()
+        _OPEN.add(self)
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -103,7 +126,13 @@ class Database(SearchFacade):
         return bool(self._txn_locks)
 
     def close(self) -> None:
-        """Stop background work and close the engine. Idempotent."""
+        """Stop background work and close the engine. Idempotent.
+
+        A store still open when the interpreter exits is closed then (``atexit``):
+        its threads are stopped and joined before the engine goes, so an exit
+        without ``close()`` never kills a thread inside RocksDB (which aborted the
+        process, SIGABRT)."""
+        _OPEN.discard(self)
         if self._ctx.closed:
             return
         self._background.signal_stop()
@@ -176,7 +205,15 @@ class Database(SearchFacade):
         return sorted(self._tables)
 
     def describe_table(self, name: str) -> TableDescription:
-        return self._catalog.describe_table(name)
+        """The table's schema, options, partitions, indexes (lag, applier errors, rows too
+        long to index) and the store's background loops (``background_state``)."""
+        return dataclasses.replace(self._catalog.describe_table(name), background=self.background_state())
+
+    def background_state(self) -> list[LoopState]:
+        """How each background loop is doing: purge, maintenance and the index applier
+        (ok, or the last error, when and how often; see ``widetable.health``)."""
+        self._check_open()
+        return [*self._background.states(), self._indexer.health.state()]
 
     def update_table(
         self,

@@ -42,6 +42,7 @@ from operator import itemgetter
 
 import msgspec
 
+from ..health import LoopHealth
 from ..keys import layout
 from ..keys.compiled import compile_key_encoder
 from ..stream import log
@@ -49,7 +50,7 @@ from ..stream.consumers import Consumer
 from ..stream.feed import NO_IMAGE
 from ..table import rowcodec
 from ..table.values import now_ms
-from .schema import IndexCodec
+from .schema import TOO_LONG, IndexCodec
 
 GROUP = 2000  # records applied in one engine batch (per shard, when reading the log)
 TAIL_TRIM = 4096  # tail records applied by every index before the tail forgets them
@@ -60,12 +61,21 @@ BUSY = 0.002  # a PROBE that took this long: another thread held the GIL (a writ
 BUSY_STREAK = 3  # busy PROBEs in a row that make a burst
 MAX_DEFER = 0.05  # seconds of lag after which the applier stops yielding to busy writers
 
+# The ref of a base row too long to index (a key value over the limits): no entry, but
+# counted. An entry's ref is never empty (an index key has a column at least).
+TOO_LONG_REF = b""
+
 _key_of, _shard_of, _ts_of = itemgetter(0), itemgetter(1), itemgetter(2)  # of a tail item
 _decode_record = msgspec.msgpack.Decoder().decode  # a change record, as lists and bytes
 # The key of a PUT record's row blob, leaving the columns undecoded.
 _pk_of_blob = msgspec.msgpack.Decoder(
     tuple[int, tuple, msgspec.Raw, msgspec.Raw, msgspec.Raw]
 ).decode
+
+
+def too_long_key(index_id: int) -> bytes:
+    """The counter of an index's base rows too long to index (u64, big-endian)."""
+    return layout.counter_key(f"index_too_long/{index_id}")
 
 
 @dataclass(eq=False)
@@ -83,9 +93,14 @@ class GlobalIndex:
     synced: int = -1
     done_shards: set[int] = field(default_factory=set)  # closed shards drained after a barrier
     encode_base: object = None  # base pk tuple -> key bytes (after the table prefix)
+    too_long: int = 0  # base rows too long to index (their refs are TOO_LONG_REF)
+    health: LoopHealth = field(default_factory=lambda: LoopHealth("indexer"))  # its errors
+    retry_at: float = 0.0  # monotonic time of the next try after a failure (0: none due)
 
     def __post_init__(self) -> None:
         self.encode_base = compile_key_encoder(self.table.schema.pk_types)  # type: ignore[attr-defined]
+        self.health = LoopHealth(f"indexer ({self.codec.spec.name})")
+        self.consumer.health = self.health  # the registry reports the applier's state
 
     @property
     def index_id(self) -> int:
@@ -118,7 +133,7 @@ class Indexer:
         # costs per record (bench.indexes reports it; on a GIL build writers pay most of it)
         self.cpu_s = 0.0
         self.applied = 0
-        self.error: BaseException | None = None
+        self.health = LoopHealth("indexer")  # the loop's errors: logged, backed off, reported
         self._busy = 0  # busy probes in a row (see _defer)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -127,9 +142,15 @@ class Indexer:
         """Apply global index ``codec`` of ``table`` from now on; ``consumer`` (registered
         under the index's id) holds its checkpoints."""
         gi = GlobalIndex(codec, table, feed, consumer)
+        self.load_too_long(gi)
         self.indexes[gi.index_id] = gi
         self.start()
         return gi
+
+    def load_too_long(self, gi: GlobalIndex) -> None:
+        """Read ``gi``'s count of rows too long to index (again, after a failed write)."""
+        raw = self._engine.get(too_long_key(gi.index_id))
+        gi.too_long = 0 if raw is None else int.from_bytes(raw, "big")
 
     def remove(self, index_id: int) -> None:
         gi = self.indexes.pop(index_id, None)
@@ -153,30 +174,35 @@ class Indexer:
             self._wake.set()
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
-            if self._wake.wait(0.05):
-                # Let a burst of commits gather: one pass over many records costs far less
-                # per record (and takes the GIL from writers less often) than many small ones.
-                self._stop.wait(BATCH_DELAY)
-            self._wake.clear()
-            try:
-                while not self._stop.is_set():
-                    if self._defer():
-                        continue
-                    cpu = time.thread_time()
-                    n = self.run_once()
-                    self.cpu_s += time.thread_time() - cpu
-                    self.applied += n
-                    if not n:
-                        break
-                if time.monotonic() - self._last_trim >= TRIM_INTERVAL:
-                    self._last_trim = time.monotonic()
-                    self._trim()
-            except Exception as exc:  # noqa: BLE001 - the engine closed under us, or a bug: keep the process
-                if self._stop.is_set():
-                    return
-                self.error = exc
-                time.sleep(0.1)
+        health = self.health
+        health.running = True
+        try:
+            while not self._stop.is_set():
+                if self._wake.wait(0.05):
+                    # Let a burst of commits gather: one pass over many records costs far less
+                    # per record (and takes the GIL from writers less often) than many small ones.
+                    self._stop.wait(BATCH_DELAY)
+                self._wake.clear()
+                try:
+                    while not self._stop.is_set():
+                        if self._defer():
+                            continue
+                        cpu = time.thread_time()
+                        n = self.run_once()
+                        self.cpu_s += time.thread_time() - cpu
+                        self.applied += n
+                        if not n:
+                            break
+                    if time.monotonic() - self._last_trim >= TRIM_INTERVAL:
+                        self._last_trim = time.monotonic()
+                        self._trim()
+                    health.ok()
+                except Exception as exc:  # an engine error, or a bug: log, back off, go on
+                    if self._stop.is_set():
+                        return
+                    self._stop.wait(health.failed(exc, "applying global indexes / trimming change logs"))
+        finally:
+            health.running = False
 
     def _defer(self) -> bool:
         """Yield to foreground threads between groups; True: apply nothing now.
@@ -216,13 +242,34 @@ class Indexer:
             feed = gi.feed
             if gi.seen_seq == feed.seq:  # type: ignore[attr-defined]
                 continue
+            if gi.retry_at and time.monotonic() < gi.retry_at:
+                continue  # failed lately: backing off, while the other indexes go on
             with gi.lock:
                 if gi.index_id not in self.indexes:
                     continue
-                n = self._apply_tail(gi)
-                applied += self._apply_log(gi) if n is None else n
+                try:
+                    n = self._apply_tail(gi)
+                    applied += self._apply_log(gi) if n is None else n
+                except Exception as exc:  # this index only: log, back off, report, go on
+                    if self._stop.is_set():
+                        raise
+                    self._failed(gi, exc)
+                    continue
+                if gi.health.streak:
+                    gi.health.ok()
+                    gi.retry_at = 0.0
         self._trim_tails()
         return applied
+
+    def _failed(self, gi: GlobalIndex, exc: Exception) -> None:
+        """Record that applying ``gi`` failed (``describe_table`` shows it, with the lag that
+        grows while it does: the change log is kept for it) and when to try it again."""
+        name = gi.codec.spec.name
+        gi.retry_at = time.monotonic() + gi.health.failed(exc, f"applying global index {name!r}")
+        try:
+            self.load_too_long(gi)  # the failed batch's count never reached the disk
+        except Exception:  # noqa: BLE001 - the engine is failing: the next try reloads it
+            pass
 
     def _apply_log(self, gi: GlobalIndex) -> int:
         """Read the log of every shard after its checkpoint (GROUP records per shard at most)."""
@@ -361,20 +408,31 @@ class Indexer:
         prefix = codec.prefix
         n = len(prefix)
         entry, unpack, put, delete = codec.entry, rowcodec.unpack, batch.put, batch.delete
+        too_long = 0  # rows that became (+) or stopped being (-) too long to index
         for blob, ref_key, ref in zip(blobs, ref_keys, refs):
             e = entry(unpack(blob)) if blob is not None else None
-            if e is None:
-                if ref is not None:
+            if e is None or e is TOO_LONG:
+                if ref:  # the row's entry
                     delete(prefix + ref)
+                if e is TOO_LONG:
+                    if ref != TOO_LONG_REF:
+                        put(ref_key, TOO_LONG_REF)
+                        too_long += 1
+                elif ref is not None:
                     delete(ref_key)
+                    too_long -= ref == TOO_LONG_REF
                 continue
             ikey = e[0]
-            if ref is None:
+            if not ref:
                 put(ref_key, ikey[n:])
+                too_long -= ref == TOO_LONG_REF
             elif ref != ikey[n:]:
                 delete(prefix + ref)
                 put(ref_key, ikey[n:])
             put(ikey, e[1])
+        if too_long:
+            gi.too_long += too_long
+            batch.put(too_long_key(gi.index_id), gi.too_long.to_bytes(8, "big"))
 
     # -- observing ---------------------------------------------------------------------
 

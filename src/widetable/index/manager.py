@@ -20,7 +20,7 @@ from ..stream.feed import TableFeed
 from ..table.schema import GLOBAL, LOCAL, IndexSpec
 from ..table.values import now_ms
 from .backfill import backfill
-from .global_ import GlobalIndex, Indexer
+from .global_ import GlobalIndex, Indexer, too_long_key
 from .schema import IndexCodec, check_index
 from .verify import IndexReport, verify
 from .view import IndexTable
@@ -213,6 +213,7 @@ class IndexManager:
         batch.delete_range(*layout.table_range(spec.table_id))
         batch.delete_range(*layout.checkpoint_range(spec.table_id))
         batch.delete_range(*layout.index_ref_range(spec.table_id))
+        batch.delete(too_long_key(spec.table_id))
         self.partitions.drop_table(spec.table_id, batch)
 
     def view(self, table: Table, name: str) -> IndexTable:
@@ -227,13 +228,18 @@ class IndexManager:
         for spec in table.schema.indexes:
             lag = behind = None
             gi = self.globals.get(spec.name)
-            if gi is not None:
-                oldest = self.indexer.oldest_unapplied(gi)
-                now = now_ms()
-                lag = 0 if oldest is None else max(now - oldest, 0)
-                behind = oldest is not None and now - oldest > retention_ms
+            if gi is None:
+                out.append(IndexDescription(spec.name, spec.index_type, spec.primary_key,
+                                            spec.defined_columns, lag, False))
+                continue
+            oldest = self.indexer.oldest_unapplied(gi)
+            now = now_ms()
+            lag = 0 if oldest is None else max(now - oldest, 0)
+            behind = oldest is not None and now - oldest > retention_ms
+            h = gi.health
             out.append(IndexDescription(spec.name, spec.index_type, spec.primary_key,
-                                        spec.defined_columns, lag, bool(behind)))
+                                        spec.defined_columns, lag, bool(behind), h.error,
+                                        h.error_at, h.errors, gi.too_long))
         return out
 
     def verify(self, table: Table, name: str, limit: int = 1000) -> IndexReport:

@@ -20,6 +20,11 @@ from ..keys.compiled import Slow, join_code, tuple_code
 from ..table import rowcodec
 from ..table.schema import GLOBAL, LOCAL, IndexSpec, TableSchema, check_name
 
+# What a global (non-strict) codec's ``entry`` returns for a row it cannot index because
+# a key value is over the key limits (a string or binary over 1 KB): the row has no
+# entry, as for None, but the applier and verify_index count it.
+TOO_LONG = ("too long",)
+
 _PY = {"STRING": str, "INTEGER": int, "BINARY": bytes, "DOUBLE": float, "BOOLEAN": bool}
 
 
@@ -148,10 +153,11 @@ class IndexCodec:
             for i, (pos, attr) in enumerate(self._sources)
         ], self._attrs, self.entry_slow)
         """``(index key, index row blob)`` of a decoded base row, or None if it is not indexed
-        (a row lacking a declared column, or holding one of another type). Compiled per index;
+        (a row lacking a declared column, or holding one of another type), or, for a global
+        index, ``TOO_LONG`` if a key value is over the key limits (a local one raises). Compiled per index;
         any value off the fast path (long, non-UTF-8, out of range) goes to :meth:`entry_slow`."""
 
-    def entry_slow(self, row: list) -> tuple[bytes, bytes] | None:
+    def entry_slow(self, row: list) -> tuple | None:
         """The reference implementation of :meth:`entry` (checks and errors of ``keys.codec``)."""
         pk, latest, stamps = row[1], row[2], row[3]
         values = []
@@ -168,7 +174,7 @@ class IndexCodec:
         except InvalidPK:
             if self.strict:
                 raise
-            return None
+            return TOO_LONG
         cols = {n: latest[n] for n in self._attrs if n in latest}
         shared = type(stamps) is int
         ts = {n: stamps if shared else stamps[n] for n in cols}
@@ -176,3 +182,18 @@ class IndexCodec:
 
     def base_pk(self, index_pk: tuple) -> tuple:
         return tuple(index_pk[i] for i in self.base_positions)
+
+    def key_checks(self) -> tuple[tuple[int, str, type], ...]:
+        """``(index key position, attribute column, python type)`` of each declared
+        attribute column of the key: what a base row must still hold to match an entry."""
+        return tuple((i, attr[0], attr[1]) for i, (pos, attr) in enumerate(self._sources)
+                     if pos is None)  # type: ignore[misc]
+
+    def still_matches(self, index_pk: tuple, latest: dict) -> bool:
+        """Whether a base row's newest values (``latest``) still give the entry ``index_pk``:
+        False for a row changed since a lagging global index wrote the entry."""
+        for i, column, kind in self.key_checks():
+            v = latest.get(column)
+            if type(v) is not kind or v != index_pk[i]:
+                return False
+        return True

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InvalidPK
 from ..keys import codec as keycodec
 from ..keys import layout
 from ..table import rowcodec
-from .schema import IndexCodec
+from .schema import TOO_LONG, IndexCodec
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,10 @@ class IndexReport:
     entries: int  # index entries found
     missing: list[tuple]
     stale: list[tuple]
+    # Base rows no entry can hold (a key value over the key limits): the index skips them.
+    # They are not missing entries (``ok`` stays True), but never invisible either.
+    too_long_rows: int = 0
+    too_long: list[tuple] = field(default_factory=list)  # their base primary keys (<= limit)
 
     @property
     def ok(self) -> bool:
@@ -34,14 +38,20 @@ class IndexReport:
 def verify(engine, table, codec: IndexCodec, limit: int = 1000) -> IndexReport:
     """Scan the table and the index once each; report at most ``limit`` of each kind."""
     expected: dict[bytes, bytes] = {}
-    rows = 0
+    rows = too_long_rows = 0
+    too_long: list[tuple] = []
     for _, blob in engine.scan(*layout.table_range(table.schema.table_id)):
         rows += 1
+        row = rowcodec.unpack(blob)
         try:
-            entry = codec.entry(rowcodec.unpack(blob))
-        except InvalidPK:  # a key value over the limits: no index can hold this row
-            continue
-        if entry is not None:
+            entry = codec.entry(row)
+        except InvalidPK:  # a LOCAL index: a row older than the index, over the limits
+            entry = TOO_LONG
+        if entry is TOO_LONG:  # a key value over the limits: no index can hold this row
+            too_long_rows += 1
+            if len(too_long) < limit:
+                too_long.append(tuple(row[1]))
+        elif entry is not None:
             expected[entry[0]] = entry[1]
     missing: list[tuple] = []
     stale: list[tuple] = []
@@ -57,4 +67,5 @@ def verify(engine, table, codec: IndexCodec, limit: int = 1000) -> IndexReport:
             missing.append(keycodec.decode_tuple(key, n))
     for key in list(expected)[:max(limit - len(missing), 0)]:
         missing.append(keycodec.decode_tuple(key, n))
-    return IndexReport(codec.spec.name, codec.spec.index_type, rows, entries, missing, stale)
+    return IndexReport(codec.spec.name, codec.spec.index_type, rows, entries, missing, stale,
+                       too_long_rows, too_long)

@@ -1,9 +1,11 @@
 """An index read like a table: ``db.table(index_name)`` returns an :class:`IndexTable`.
 
 Reads (get_row, get_range, scan) work as on any table, over the index key.
-``fetch_base=True`` returns the matching base rows instead of the index rows
-(rows whose base row is gone, as a global index may briefly show, are left
-out). Every write raises ``OTSParameterInvalid``.
+``fetch_base=True`` returns the matching base rows instead of the index rows.
+Each base row is checked against the entry's key: a row that is gone, or whose
+indexed columns no longer hold the entry's values (a global index lags behind
+its table), is left out, so a read of ``status == "paid"`` never returns a row
+now ``"refunded"``. Every write raises ``OTSParameterInvalid``.
 """
 
 from __future__ import annotations
@@ -48,8 +50,14 @@ class IndexTable(Table):
                               None if fetch_base else filter)
         if row is None or not fetch_base:
             return row
-        return self.base.get_row(self._codec.base_pk(row.primary_key), columns, max_versions,
-                                 time_range, filter)
+        reader = self.base.reader(columns, max_versions, time_range, filter)
+        blob = self.base.stored_row(self._codec.base_pk(row.primary_key))  # read and counted
+        if blob is None:
+            return None
+        stored = base_unpack(blob)
+        if not self._codec.still_matches(row.primary_key, stored[2]):
+            return None  # changed since the entry was written: the index lags
+        return reader(stored)
 
     def get_range(self, start: object, end: object, direction: str = "forward",
                   limit: int | None = None, columns: list[str] | None = None,
@@ -87,15 +95,20 @@ class IndexTable(Table):
     def _fetch(self, rows: list[Row], columns, max_versions, time_range, filter) -> list[Row]:
         if not rows:
             return []
-        base = self.base
-        keys = [base._key(self._codec.base_pk(r.primary_key))[1] for r in rows]
+        base, codec = self.base, self._codec
+        keys = [base._key(codec.base_pk(r.primary_key))[1] for r in rows]
         reader = base.reader(columns, max_versions, time_range, filter)
+        checks = codec.key_checks()
         out = []
-        for blob in base._engine.multi_get(keys):
-            if blob is not None:
-                row = reader(base_unpack(blob))
-                if row is not None:
-                    out.append(row)
+        for entry, blob in zip(rows, base._engine.multi_get(keys)):
+            if blob is None:
+                continue
+            stored = base_unpack(blob)
+            if checks and not codec.still_matches(entry.primary_key, stored[2]):
+                continue  # changed since the entry was written: the index lags
+            row = reader(stored)
+            if row is not None:
+                out.append(row)
         return out
 
     # -- writes are refused -----------------------------------------------------

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Union
 
-from ..errors import InvalidPK, describe
+from ..errors import InvalidPK, PrimaryKeyTooLong, describe
 
 PKValue = Union[str, int, bytes]
 
@@ -68,26 +68,29 @@ _INTEGER_HEAD = bytes([CODE_INTEGER])
 TERMINATOR = b"\x00"  # ends a STRING or BINARY value (whose 0x00 bytes are escaped 0x00 0xFF)
 
 
-def encode_string(value: str) -> bytes:
+def encode_string(value: str, name: str = "") -> bytes:
     try:
         raw = value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidPK(f"primary key value {describe(value)} is not valid Unicode text") from None
     if len(raw) > MAX_KEY_VALUE_BYTES:
-        raise InvalidPK(
-            f"primary key value {describe(value)} is {len(raw)} bytes; the limit is "
-            f"{MAX_KEY_VALUE_BYTES}"
-        )
+        raise too_long(name, value, len(raw))
     return _STRING_HEAD + raw.replace(b"\x00", b"\x00\xff") + TERMINATOR
 
 
-def encode_binary(value: bytes) -> bytes:
+def encode_binary(value: bytes, name: str = "") -> bytes:
     if len(value) > MAX_KEY_VALUE_BYTES:
-        raise InvalidPK(
-            f"primary key value {describe(value)} is {len(value)} bytes; the limit is "
-            f"{MAX_KEY_VALUE_BYTES}"
-        )
+        raise too_long(name, value, len(value))
     return _BINARY_HEAD + bytes(value).replace(b"\x00", b"\x00\xff") + TERMINATOR
+
+
+def too_long(name: str, value: object, size: int) -> PrimaryKeyTooLong:
+    """Tablestore's error for a key value over 1 KB (its wording first, then ours)."""
+    return PrimaryKeyTooLong(
+        f"The length of primary key column: {name!r} exceeds the MaxLength:"
+        f"{MAX_KEY_VALUE_BYTES} with CurrentLength:{size}. (value {describe(value)} is "
+        f"{size} bytes; the limit is {MAX_KEY_VALUE_BYTES})"
+    )
 
 
 def encode_integer(value: int) -> bytes:
@@ -100,13 +103,13 @@ def encode_element(value: PKValue, type_: str, name: str = "") -> bytes:
     """Encode one key column value, checking it against its declared type."""
     if type_ == STRING:
         if type(value) is str:
-            return encode_string(value)
+            return encode_string(value, name)
     elif type_ == INTEGER:
         if type(value) is int:
             return encode_integer(value)
     elif type_ == BINARY:
         if isinstance(value, (bytes, bytearray, memoryview)):
-            return encode_binary(bytes(value))
+            return encode_binary(bytes(value), name)
     else:
         raise InvalidPK(f"unknown primary key type {describe(type_)}")
     label = f"primary key column {name!r}" if name else "primary key value"
@@ -203,7 +206,7 @@ def make_encoder(types: Sequence[str], names: Sequence[str]):
                 return encode_element(v, STRING, name0)
             if len(v) <= 256 and "\x00" not in v and v.isascii():
                 return b"\x02" + v.encode() + b"\x00"
-            return encode_string(v)
+            return encode_string(v, name0)
 
         return encode_one_string
 

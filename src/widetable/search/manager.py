@@ -107,11 +107,11 @@ class SearchManager:
         live = replace(meta, pending=None)
         state = IndexState(live, table, self.root, self.source)
         self.states[(meta.table, meta.name)] = state
-        self.source.attach(table, _consumer(meta), state.checkpoint)
+        self.source.attach(table, _consumer(meta), state.committed_checkpoint)
         if meta.pending is not None:
             b = IndexState(meta.pending, table, self.root, self.source)
             self.building[(meta.table, meta.name)] = b
-            self.source.attach(table, _consumer(meta.pending), b.checkpoint)
+            self.source.attach(table, _consumer(meta.pending), b.committed_checkpoint)
 
     def _start(self) -> None:
         if self._thread is None and self.states:
@@ -224,7 +224,7 @@ class SearchManager:
             if add is not None:
                 b = IndexState(new_pending, table, self.root, self.source)  # type: ignore[arg-type]
                 self.building[(table.name, name)] = b
-                self.source.attach(table, _consumer(new_pending), b.checkpoint)  # type: ignore[arg-type]
+                self.source.attach(table, _consumer(new_pending), b.committed_checkpoint)  # type: ignore[arg-type]
                 self._wake.set()
             return stored
 

@@ -71,12 +71,19 @@ class IndexState:
         self.start = st["start"]
         self.next = None if st["next"] is None else pk_from_json(st["next"])
         self.ckpt = {int(k): v for k, v in st["ckpt"].items()}
+        self.committed = dict(self.ckpt)  # what the shards' last commit holds: trimming keeps
+        # every record after it (the in-memory ``ckpt`` runs ahead until the next commit)
         self.rejected = st["rejected"]
         self.last_rejected = st["last_rejected"]
         self.dirty = not states
 
     def checkpoint(self, shard: int) -> int:
+        """The last seq of log ``shard`` applied (in memory; a commit may still be due)."""
         return self.ckpt.get(shard, self.start)
+
+    def committed_checkpoint(self, shard: int) -> int:
+        """The last seq of log ``shard`` that every shard's commit covers: the trim limit."""
+        return self.committed.get(shard, self.start)
 
     # -- one step ---------------------------------------------------------------------
 
@@ -112,6 +119,7 @@ class IndexState:
         for s in self.shards:
             with s.lock:
                 s.commit(payload)
+        self.committed = dict(self.ckpt)
         self.dirty = False
         self.last_commit = time.monotonic()
 

@@ -24,9 +24,11 @@ Contracts:
 * **Purges.** TTL purges are logged as PURGE records. ``read`` hands them to a
   consumer registered with ``sees_purges=True`` (the default: an index or a
   replica must see the row change); the stream API hides them.
-* **State.** Each consumer carries its error state (:class:`ConsumerState`):
-  ``failed(exc)`` records an error (when, how often), ``ok()`` a pass that
-  worked; ``lag_ms(consumer)`` is the age of its oldest unapplied record.
+* **State.** Each consumer carries its error state, a ``health.LoopHealth``
+  (``consumer.health``; a global index's is its applier's): ``failed(exc)``
+  records and logs an error (when, how often) and returns the back-off delay,
+  ``ok()`` a pass that worked, ``health.state()`` the report;
+  ``lag_ms(consumer)`` is the age of its oldest unapplied record.
 
 An external consumer, pull-based, from its own thread::
 
@@ -41,7 +43,7 @@ An external consumer, pull-based, from its own thread::
         try:
             apply(page.records)             # StreamRecord objects, PURGE included
         except Exception as exc:
-            c.failed(exc)
+            event.wait(c.failed(exc))      # logged, counted; back off, then try again
             continue
         c.commit(page.checkpoints)          # or c.stage(batch, ...) + c.committed(...) to
         c.ok()                              # write the checkpoints with one's own batch
@@ -56,12 +58,12 @@ children (their shard ids are higher).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import ObjectAlreadyExist
+from ..health import LoopHealth
 from ..keys import layout
 from ..table.values import now_ms
 from . import log
@@ -75,18 +77,6 @@ if TYPE_CHECKING:
 
 def _seq_counter(table_id: int) -> str:
     return f"change_log_seq/{table_id}"
-
-
-@dataclass(slots=True)
-class ConsumerState:
-    """How a consumer is doing: ``error`` (the last error's text, None once a pass
-    worked again), ``error_at`` (unix seconds), ``errors`` (how many so far),
-    ``ok_at`` (the last pass that worked)."""
-
-    error: str | None = None
-    error_at: float | None = None
-    errors: int = 0
-    ok_at: float | None = None
 
 
 @dataclass(eq=False)
@@ -104,8 +94,12 @@ class Consumer:
     sees_purges: bool = True
     wants_tail: bool = False  # keep the feed's in-memory tail (the global-index applier)
     checkpoints: dict[int, int] = field(default_factory=dict)  # shard -> last seq applied
-    state: ConsumerState = field(default_factory=ConsumerState)
+    health: LoopHealth = None  # type: ignore[assignment]  # its error state (set at init)
     _engine: object = None
+
+    def __post_init__(self) -> None:
+        if self.health is None:
+            self.health = LoopHealth(f"change-log consumer {self.name}")
 
     @property
     def holds_log(self) -> bool:
@@ -142,14 +136,14 @@ class Consumer:
         engine.write(batch)  # type: ignore[attr-defined]
         self.committed(moved)
 
-    def failed(self, exc: BaseException) -> None:
-        """Record that a pass failed with ``exc``."""
-        s = self.state
-        s.error, s.error_at, s.errors = f"{type(exc).__name__}: {exc}", time.time(), s.errors + 1
+    def failed(self, exc: BaseException, doing: str = "applying change records") -> float:
+        """Record (and log) that a pass failed with ``exc``; returns the seconds to back off
+        before the next try (``health.LoopHealth``)."""
+        return self.health.failed(exc, doing)
 
     def ok(self) -> None:
         """Record that a pass worked."""
-        self.state.error, self.state.ok_at = None, time.time()
+        self.health.ok()
 
 
 @dataclass(frozen=True, slots=True)

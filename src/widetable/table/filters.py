@@ -1,9 +1,16 @@
-"""Filters and write conditions, in Tablestore's filter language, with Pythonic builders.
+r"""Filters and write conditions, in Tablestore's filter language, with Pythonic builders.
 
 ``col("price") >= 10`` builds a single-column condition; ``&``, ``|`` and ``~``
-compose them. ``ColumnPagination(offset, limit)`` pages over the columns of a
-wide row. ``Condition`` pairs a row-existence expectation with a column filter
-for conditional writes.
+compose them (at most 10 sub-filters in one AND or OR, Tablestore's limit).
+``col("info").regex(r"age:(\d+)", "INTEGER") > 30`` builds Tablestore's
+SingleColumnValueRegexFilter: a regular expression picks a substring of a STRING
+value and casts it before the comparison. ``ColumnPagination(offset, limit)``
+pages over the columns of a wide row. ``Condition`` pairs a row-existence
+expectation with a column filter for conditional writes.
+
+Regular expressions are RE2's (google-re2): the syntax Tablestore documents for
+its filters, matched in time linear in the value's length whatever the pattern,
+so a filter sent to a server cannot make it backtrack for ever.
 """
 
 from __future__ import annotations
@@ -11,8 +18,11 @@ from __future__ import annotations
 import ast
 import enum
 import operator
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+
+import re2
 
 from ..errors import ParameterInvalid, describe
 from .schema import check_name
@@ -97,6 +107,7 @@ def _joined(op: str, a: Filter, b: Filter) -> Filter:
 
 
 MAX_FILTER_DEPTH = 32  # levels of AND/OR/NOT nesting a filter may have (both APIs)
+MAX_SUB_FILTERS = 10  # sub-filters of one AND / OR, as in Tablestore
 _FLAGS = ("pass_if_missing", "latest_version_only")
 
 
@@ -144,6 +155,114 @@ class SingleColumnFilter(Filter):
         return any(self._test(v) for _, v in cells)
 
 
+CAST_TYPES = ("STRING", "INTEGER", "DOUBLE")  # what a regex filter casts its match to
+MAX_REGEX_BYTES = 1024  # of a regex filter's pattern (RE2's program grows with it)
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a bad pattern is the caller's error, not a log line
+# The text a cast accepts: a decimal integer, or a decimal number with an optional exponent.
+# Python's int() and float() also take "1_000", " 7 ", "nan" and "inf"; these do not.
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_DOUBLE_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_NO_MATCH = object()
+
+
+def compile_regex(pattern: object) -> object:
+    """The compiled RE2 pattern of a regex filter; OTSParameterInvalid names a bad one."""
+    if type(pattern) is not str or not pattern:
+        raise ParameterInvalid(f"a regex filter's pattern must be non-empty text, got {describe(pattern)}")
+    if len(pattern.encode("utf-8", "surrogatepass")) > MAX_REGEX_BYTES:
+        raise ParameterInvalid(
+            f"regex {describe(pattern)} is longer than {MAX_REGEX_BYTES} bytes")
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except (re2.error, UnicodeError, TypeError) as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ParameterInvalid(f"invalid regex {describe(pattern)}: {reason}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class SingleColumnRegexFilter(Filter):
+    """Tablestore's SingleColumnValueRegexFilter: ``cast(regex match of column) op value``.
+
+    For each value looked at (the newest, or every version), the value must be a STRING;
+    ``regex`` is searched in it (RE2 syntax), and the text of its first capturing group,
+    or of the whole match when it has none, is cast to ``cast_type``: ``"STRING"`` (the
+    text itself), ``"INTEGER"`` (decimal digits with an optional sign, in int64) or
+    ``"DOUBLE"`` (a decimal number, exponent allowed). The cast value is compared with
+    ``value`` as :class:`SingleColumnFilter` compares. A value that is not a STRING, that
+    the regex does not match, or whose match does not cast, does not match. A missing
+    column passes only with ``pass_if_missing``, which is False by default here, as the
+    official SDKs send it.
+    """
+
+    column: str
+    op: str
+    value: object
+    regex: str
+    cast_type: str = "STRING"
+    pass_if_missing: bool = False
+    latest_version_only: bool = True
+    compiled: object = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        check_name(self.column, "column name")
+        if type(self.op) is not str or self.op not in _OPS:
+            raise ParameterInvalid(f"unknown comparison {describe(self.op)}; use one of {list(_OPS)}")
+        object.__setattr__(self, "value", check_value(self.column, self.value))
+        cast = getattr(self.cast_type, "value", self.cast_type)
+        if type(cast) is not str or cast.upper() not in CAST_TYPES:
+            raise ParameterInvalid(
+                f"regex filter cast_type must be one of {list(CAST_TYPES)}, got {describe(self.cast_type)}")
+        object.__setattr__(self, "cast_type", cast.upper())
+        object.__setattr__(self, "compiled", compile_regex(self.regex))
+        for flag in _FLAGS:
+            if type(getattr(self, flag)) is not bool:
+                raise ParameterInvalid(
+                    f"{flag} must be True or False, got {describe(getattr(self, flag))}")
+
+    @property
+    def needs_versions(self) -> bool:
+        return not self.latest_version_only
+
+    def transform(self, v: object) -> object:
+        """The value the comparison sees: the cast match, or ``_NO_MATCH``."""
+        if type(v) is not str:
+            return _NO_MATCH
+        m = self.compiled.search(v)  # type: ignore[attr-defined]
+        if m is None:
+            return _NO_MATCH
+        text = m.group(1) if self.compiled.groups else m.group(0)  # type: ignore[attr-defined]
+        if text is None:  # the group took no part in the match
+            return _NO_MATCH
+        cast = self.cast_type
+        if cast == "STRING":
+            return text
+        if cast == "INTEGER":
+            if _INTEGER_TEXT.fullmatch(text) is None:
+                return _NO_MATCH
+            n = int(text)
+            return n if -(2**63) <= n < 2**63 else _NO_MATCH
+        if _DOUBLE_TEXT.fullmatch(text) is None:
+            return _NO_MATCH
+        return float(text)
+
+    def _test(self, v: object) -> bool:
+        t = self.transform(v)
+        return t is not _NO_MATCH and _comparable(t, self.value) and _OPS[self.op](t, self.value)
+
+    def matches(self, latest: Mapping[str, object], versions: Mapping[str, list] | None) -> bool:
+        if self.latest_version_only or versions is None:
+            if self.column not in latest:
+                return self.pass_if_missing
+            return self._test(latest[self.column])
+        cells = versions.get(self.column)
+        if not cells:
+            return self.pass_if_missing
+        return any(self._test(v) for _, v in cells)
+
+
 @dataclass(frozen=True, slots=True)
 class CompositeFilter(Filter):
     """AND, OR or NOT over sub-filters."""
@@ -164,6 +283,11 @@ class CompositeFilter(Filter):
             raise ParameterInvalid("NOT takes exactly one filter")
         if not self.filters:
             raise ParameterInvalid(f"{self.op} needs at least one filter")
+        if len(self.filters) > MAX_SUB_FILTERS:
+            raise ParameterInvalid(
+                f"{self.op} of {len(self.filters)} filters: a composite filter holds at most "
+                f"{MAX_SUB_FILTERS} sub-filters, as in Tablestore; nest them in groups"
+            )
         for f in self.filters:
             _check_filter(f)
         depth = 1 + max(f.depth for f in self.filters)
@@ -247,6 +371,70 @@ class col:
         return self._make("<", value, **kw)
 
     def le(self, value: object, **kw: bool) -> SingleColumnFilter:
+        return self._make("<=", value, **kw)
+
+    def regex(self, pattern: str, cast_type: str = "STRING") -> regex_col:
+        r"""``col("info").regex(r"age:(\d+)", "INTEGER") > 30``: compare what ``pattern``
+        picks out of the value, cast to ``cast_type`` (see SingleColumnRegexFilter)."""
+        return regex_col(self.name, pattern, cast_type)
+
+
+class regex_col:
+    """Builder of SingleColumnRegexFilter: ``col(name).regex(pattern, cast_type) op value``.
+
+    The pattern and the cast are checked at once; ``.eq(v, pass_if_missing=True,
+    latest_version_only=False)`` and the rest take the two flags."""
+
+    __slots__ = ("cast_type", "name", "regex")
+
+    def __init__(self, name: str, pattern: str, cast_type: str = "STRING") -> None:
+        self.name = check_name(name, "column name")
+        compile_regex(pattern)
+        self.regex = pattern
+        self.cast_type = cast_type
+
+    def _make(self, op: str, value: object, **kw: bool) -> SingleColumnRegexFilter:
+        unknown = sorted(set(kw) - set(_FLAGS))
+        if unknown:
+            raise ParameterInvalid(f"unknown filter option {unknown[0]!r}; use {' or '.join(_FLAGS)}")
+        return SingleColumnRegexFilter(self.name, op, value, self.regex, self.cast_type, **kw)
+
+    def __eq__(self, value: object) -> SingleColumnRegexFilter:  # type: ignore[override]
+        return self._make("==", value)
+
+    def __ne__(self, value: object) -> SingleColumnRegexFilter:  # type: ignore[override]
+        return self._make("!=", value)
+
+    def __gt__(self, value: object) -> SingleColumnRegexFilter:
+        return self._make(">", value)
+
+    def __ge__(self, value: object) -> SingleColumnRegexFilter:
+        return self._make(">=", value)
+
+    def __lt__(self, value: object) -> SingleColumnRegexFilter:
+        return self._make("<", value)
+
+    def __le__(self, value: object) -> SingleColumnRegexFilter:
+        return self._make("<=", value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def eq(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
+        return self._make("==", value, **kw)
+
+    def ne(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
+        return self._make("!=", value, **kw)
+
+    def gt(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
+        return self._make(">", value, **kw)
+
+    def ge(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
+        return self._make(">=", value, **kw)
+
+    def lt(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
+        return self._make("<", value, **kw)
+
+    def le(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
         return self._make("<=", value, **kw)
 
 

@@ -335,8 +335,9 @@ class Table:
     ) -> RangeResult:
         """Read rows in ``[start, end)`` (forward) or ``[start, end)`` walking down (backward).
 
-        ``start`` is inclusive and ``end`` exclusive in both directions; backward
-        needs ``start >= end``. ``INF_MIN``/``INF_MAX`` stand in for any column,
+        ``start`` is inclusive and ``end`` exclusive in both directions; forward needs
+        ``start < end`` and backward ``start > end`` (as in Tablestore, a range whose bounds
+        are equal, or encode equal, raises ``OTSParameterInvalid``). ``INF_MIN``/``INF_MAX`` stand in for any column,
         and a short tuple is padded with them. One call returns at most 5000
         rows or 4 MB; ``next_start_primary_key`` then says where to go on.
         """
@@ -426,12 +427,8 @@ class Table:
         s = self._bound(start, pad, inclusive_upper=reverse)
         e = self._bound(end, pad, inclusive_upper=reverse)
         lo, hi = (e, s) if reverse else (s, e)
-        if lo > hi:
-            order = "start must not be below end" if reverse else "start must not be above end"
-            raise ParameterInvalid(
-                f"invalid range {describe(start)} -> {describe(end)} ({direction_name(reverse)}): "
-                f"{order}"
-            )
+        if lo >= hi:
+            raise empty_range(start, end, reverse)
         return lo, hi
 
     def _bound(self, values: object, pad: object, inclusive_upper: bool) -> bytes:
@@ -578,8 +575,12 @@ class Table:
         Applied in order: ``delete_column`` (all versions of each named column),
         ``delete_version`` (``{column: ts}``), ``put``, then ``increment``
         (``{column: delta}``, atomic; a missing column counts as 0). The result
-        carries the new value of each incremented column. A row left with no
-        cells is deleted.
+        carries the new value of each incremented column.
+
+        As in Tablestore's UpdateRow, deleting every attribute column does not delete
+        the row (that is ``delete_row``'s job): the row stays, with its primary key
+        alone. An update of a missing row inserts it, even one that only deletes:
+        the row then exists with no attribute columns.
         """
         if self._auto_index is not None:  # the key may have to raise the auto-increment counter
             return autoinc.update_row(self, pk, put, delete_version, delete_column, increment,
@@ -649,15 +650,13 @@ class Table:
                 rowcodec.merge_version(versions.setdefault(name, []), ts, value)
             results = self._apply_increments(versions, incs, now)
             rowcodec.trim(versions, self._options.max_versions, cutoff)
-            new = rowcodec.encode_versions(values, versions) if versions else None
+            new = rowcodec.encode_versions(values, versions)
             if changes is not None:
                 changes.update(key, values, row, new, _changed_cells(
                     del_columns, del_versions, puts, results, versions, now))
-            elif new is not None:
+            else:
                 self._engine.put(key, new)
-            elif row is not None:
-                self._engine.delete(key)
-        self._record_write(part, key, len(new) if new else 0, len(blob) if blob else 0)
+        self._record_write(part, key, len(new), len(blob) if blob else 0)
         return WriteResult(values, results)
 
     @staticmethod
@@ -739,6 +738,16 @@ def _changed_cells(del_columns: list, del_versions: list, puts: list, increments
     return out
 
 
+def empty_range(start: object, end: object, reverse: bool) -> ParameterInvalid:
+    """Tablestore's answer to a range that holds no key: its start is not below its end
+    (forward) or not above it (backward), bounds that encode equal included."""
+    if reverse:
+        text = "Begin key must more than end key in BACKWARD"
+    else:
+        text = "Begin key must less than end key in FORWARD"
+    return ParameterInvalid(f"{text}: range {describe(start)} -> {describe(end)}")
+
+
 def full_range(columns: int, reverse: bool, prefix: tuple = ()) -> tuple[tuple, tuple]:
     """``(start, end)`` covering every key that starts with ``prefix``, in scan direction."""
     lo, hi = (codec.INF_MAX, codec.INF_MIN) if reverse else (codec.INF_MIN, codec.INF_MAX)
@@ -755,6 +764,20 @@ def follow_pages(get_range, start: object, end: object, direction: str, **option
         if page.next_start_primary_key is None:
             return
         start = page.next_start_primary_key
+
+
+def scan_partition(reader, names: tuple, partition_key: object, direction: str,
+                   **options) -> Iterator[Row]:
+    """Every row whose first key value is ``partition_key``, through ``reader``'s get_range
+    (or, for a one-column key ``names``, its get_row: that range is the one row, and a
+    range whose bounds are both that key holds no key at all)."""
+    if len(names) == 1:
+        _check_direction(direction)
+        options.pop("limit", None)
+        row = reader.get_row((partition_key,), **options)
+        return iter(() if row is None else (row,))
+    start, end = full_range(len(names), _check_direction(direction), (partition_key,))
+    return follow_pages(reader.get_range, start, end, direction, **options)
 
 
 def _check_direction(direction: str) -> bool:

@@ -46,7 +46,7 @@ from ..errors import (
 )
 from ..keys import codec
 from .row import RangeResult, Row, WriteResult
-from .table import _check_direction, follow_pages, full_range
+from .table import scan_partition
 
 if TYPE_CHECKING:
     from ..context import StoreContext
@@ -341,10 +341,7 @@ class LocalTransaction:
 
     def scan(self, direction: str = "forward", **options) -> Iterator[Row]:
         """Every row of the partition key (with this transaction's writes), page by page."""
-        start, end = full_range(
-            len(self.table._names), _check_direction(direction), (self.partition_key,)
-        )
-        return follow_pages(self.get_range, start, end, direction, **options)
+        return scan_partition(self, self.table._names, self.partition_key, direction, **options)
 
     # -- writes (buffered until commit) -----------------------------------------
 
