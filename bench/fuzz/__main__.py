@@ -61,6 +61,7 @@ def as_dict(report: Report) -> dict:
         "accepted_writes": report.accepted_writes, "changed_rows": report.changed_rows,
         "live_client_calls": report.live_ops, "live_slowest_s": round(report.live_slowest, 3),
         "server_exit_status": report.exit_status,
+        "harness_errors": report.harness_errors, "harness_error": report.harness_error,
         "findings": [str(f) for f in report.findings],
     }
 
@@ -76,6 +77,9 @@ def show(report: Report, console: Console) -> None:
     console.print(f"accepted writes {report.accepted_writes} (rows they changed: "
                   f"{report.changed_rows}); valid clients: {report.live_ops} calls, slowest "
                   f"{report.live_slowest:.3f} s; server exit status {report.exit_status}")
+    if report.harness_errors:
+        console.print(f"[yellow]the fuzzer failed to make {report.harness_errors} cases; the "
+                      f"first:[/yellow]\n{report.harness_error}", markup=True)
     if report.clean:
         console.print("[green]clean: no crash, hang, 5xx, bad answer or stray write[/green]")
         return

@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 import struct
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import msgpack
 from google.protobuf.message import DecodeError, Message
@@ -55,6 +56,9 @@ class Case:
     half_close: bool = False  # shut the sending side after the bytes (an input cut short)
     fresh: bool = False  # on a connection of its own (framing that poisons a connection)
     frame: bytes | None = None  # native: the MessagePack as sent
+    parts: list[Case] | None = None  # pipelined: the requests in ``data``, one answer each
+    upgrade: bytes = b""  # native: an upgrade request sent before ``data``, in one write
+    abort: bool = False  # reset the connection right after sending, without reading
 
 
 def _pb_class(api: str):
@@ -136,7 +140,7 @@ def _names(api: str | None) -> list[str]:
 def _scalar(rng: random.Random, fd, api: str | None) -> object:
     t = fd.type
     if t == fd.TYPE_STRING:
-        return rng.choice(_names(api) + ["k", "s", "i", "\u202e", "x" * 70000])
+        return rng.choice(_names(api) + ["k", "s", "i", "\u202e", "x" * 70000, *REGEXES])
     if t == fd.TYPE_BYTES:
         return rng.choice((b"", rng.randbytes(rng.randint(1, 40)), b"\x75\0\0\0", b"\x75\0\0\0\x01"))
     if t == fd.TYPE_BOOL:
@@ -215,6 +219,8 @@ def mutate_message(rng: random.Random, msg: Message, api: str | None, depth: int
 # -- filters and conditions ----------------------------------------------------------------
 
 FILTER_FIELDS = frozenset({"filter", "column_condition"})
+REGEXES = ("v(\\d+)", "(.*)", "", "(", "[a-", "(a+)+$", "(?P<x>\\w)", "\\", "x" * 1025,
+           "(\\d+)" * 50, "\u00e9(.)", "(?i)V(\\d)")
 
 
 def _filter_pb():
@@ -232,6 +238,9 @@ def base_filter(rng: random.Random) -> bytes:
         comparator=rng.choice((1, 2, 3, 4, 5, 6)), column_name=rng.choice(("i", "s", "v", "x")),
         column_value=bytes(PlainBufferBuilder.serialize_column_value(rng.choice((1, "v1", 2.5)))),
         filter_if_missing=rng.random() < 0.5, latest_version_only=True)
+    if rng.random() < 0.2:  # a regex value-transfer rule (SingleColumnValueRegexFilter)
+        single.value_trans_rule.regex = rng.choice(REGEXES)
+        single.value_trans_rule.cast_type = rng.choice((0, 1, 3, 6, 7))
     out = f.Filter(type=1, filter=single.SerializeToString())
     if rng.random() < 0.4:
         both = f.CompositeColumnValueFilter(combinator=rng.choice((1, 2, 3)))
@@ -385,8 +394,11 @@ class HttpMutator:
 
     KINDS = ("body_bytes", "body_random", "proto", "plainbuffer", "plainbuffer_reject", "truncated",
              "wrong_api", "headers", "unsigned", "bad_signature", "bad_md5", "framing",
-             "oversized", "upgrade")
-    WEIGHTS = (12, 4, 20, 16, 8, 5, 4, 6, 4, 3, 3, 8, 1, 3)
+             "oversized", "upgrade", "pipelined", "abort")
+    WEIGHTS = (12, 4, 20, 16, 8, 5, 4, 6, 4, 3, 3, 8, 1, 3, 4, 2)
+    POOLED = frozenset({"BatchWriteRow", "BatchGetRow", "GetRange", "CreateTable", "DeleteTable",
+                        "StartLocalTransaction", "GetStreamRecord"})  # may run on the pool
+    PIPELINED = ("body_bytes", "proto", "plainbuffer", "plainbuffer_reject", "unsigned", "bad_md5")
 
     def __init__(self, account: wire.Account, seeds: list[HttpSeed]) -> None:
         self.account = account
@@ -493,7 +505,9 @@ class HttpMutator:
                     True, api=seed.api, body=seed.body)
 
     def _bad_md5(self, rng, seed):
-        body = mutate_bytes(rng, seed.body) + b"\0"
+        body = mutate_bytes(rng, seed.body)
+        while body == seed.body:  # a mutation may undo itself (cut a last 0 byte, add it back)
+            body += b"\0"
         headers = wire.sign(self.account, seed.api, wire.ots_headers(self.account, seed.api, seed.body))
         return Case("http", "bad_md5", wire.http_request("/" + seed.api, headers, body), True,
                     api=seed.api, body=body)
@@ -560,6 +574,28 @@ class HttpMutator:
             headers = wire.sign(self.account, api, headers)
         data = wire.http_request("/" + api, {**extra, **headers}, body)
         return Case("http", "upgrade", data, False, api=api, body=body, fresh=True)
+
+
+    def _pipelined_part(self, rng: random.Random) -> Case:
+        kind = rng.choice(self.PIPELINED)
+        seed = rng.choice(self.with_rows if kind.startswith("plainbuffer") else self.seeds)
+        return getattr(self, "_" + kind)(rng, seed)
+
+    def _pipelined(self, rng, seed):
+        """Two or three requests in one write on a kept connection, answered in order."""
+        parts = [self._pipelined_part(rng) for _ in range(rng.randint(2, 3))]
+        return Case("http", "pipelined", b"".join(p.data for p in parts),
+                    any(p.must_reject for p in parts), parts=parts)
+
+
+    def _abort(self, rng, seed):
+        """A request that may run on the worker pool, the connection reset before it is
+        answered: the answer then goes to a connection that is gone."""
+        seed = rng.choice([s for s in self.seeds if s.api in self.POOLED] or self.seeds)
+        body = seed.body if rng.random() < 0.5 else mutate_proto(rng, seed.api, seed.body)
+        case = self._signed("abort", seed.api, body)
+        case.abort = case.fresh = True
+        return case
 
 
 def _has_plainbuffer(seed: HttpSeed) -> bool:
@@ -681,14 +717,20 @@ def _deep(n: int) -> bytes:
     return b"\x91" * n + b"\xc0"
 
 
+FILTER_ARG = MappingProxyType({1: 6, 2: 9})  # op -> its filter's index (GET_ROW, GET_RANGE)
+CONDITION_ARG = MappingProxyType({3: 4, 4: 7, 5: 3})  # op -> its condition's (PUT, UPDATE, DELETE)
+
+
 class NativeMutator:
     """Cases of widetable's native protocol: frames on an upgraded connection."""
 
     KINDS = ("frame_bytes", "frame_struct", "frame_random", "frame_truncated", "frame_length",
-             "frame_oversized", "frame_deep", "frame_op", "frame_filter")
-    WEIGHTS = (20, 35, 5, 8, 8, 1, 2, 6, 12)
-    FILTER_ARG = {1: 6, 2: 9}  # op -> index of its filter (GET_ROW, GET_RANGE)
-    CONDITION_ARG = {3: 4, 4: 7, 5: 3}  # op -> index of its condition (PUT, UPDATE, DELETE_ROW)
+             "frame_oversized", "frame_deep", "frame_op", "frame_filter", "frame_pipelined",
+             "frame_abort")
+    WEIGHTS = (20, 35, 5, 8, 8, 1, 2, 6, 12, 5, 2)
+    PIPELINED = ("frame_bytes", "frame_struct", "frame_truncated", "frame_op", "frame_filter")
+    FILTER_ARG = FILTER_ARG
+    CONDITION_ARG = CONDITION_ARG
 
     def __init__(self, seeds: list[NativeSeed]) -> None:
         self.frames = [s.frame for s in seeds]
@@ -752,6 +794,34 @@ class NativeMutator:
         else:
             tree[index] = condition(rng)
         return self._framed("frame_filter", msgpack.packb(tree))
+
+    def _frame_pipelined(self, rng, frame, tree):
+        """Two or three frames in one write, answered in order; half the time right behind
+        the upgrade request, in the same write (the server hands them over at the switch)."""
+        parts = []
+        for _ in range(rng.randint(2, 3)):
+            i = rng.randrange(len(self.frames))
+            parts.append(getattr(self, "_" + rng.choice(self.PIPELINED))(
+                rng, self.frames[i], self.trees[i]))
+        case = Case("native", "frame_pipelined", b"".join(p.data for p in parts),
+                    any(p.must_reject for p in parts), parts=parts)
+        if rng.random() < 0.5:
+            case.upgrade, case.fresh = b"upgrade", True  # the sender writes the request
+        return case
+
+    def _frame_abort(self, rng, frame, tree):
+        """Frames of calls that run on the pool (batches, stream reads, describe), the
+        connection reset before they are answered."""
+        pooled = [i for i, t in enumerate(self.trees) if t[0] in (6, 7, 9, 11, 12)]
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            i = rng.choice(pooled or range(len(self.frames)))
+            kind = rng.choice(("frame_struct", "frame_filter", "frame_op"))
+            parts.append(getattr(self, "_" + kind)(rng, self.frames[i], self.trees[i]))
+        for part in parts:
+            part.abort = True
+        return Case("native", "frame_abort", b"".join(p.data for p in parts), False,
+                    fresh=True, abort=True, parts=parts)
 
     def _frame_op(self, rng, frame, tree):
         tree = list(tree)

@@ -15,6 +15,8 @@ import random
 import struct
 from dataclasses import dataclass, field
 
+import fastcrc
+
 HEADER = 0x75
 ROW_PK, ROW_DATA, CELL, CELL_NAME, CELL_VALUE, CELL_TYPE, CELL_TS = 1, 2, 3, 4, 5, 6, 7
 DELETE_MARKER, ROW_CHECKSUM, CELL_CHECKSUM = 8, 9, 10
@@ -36,6 +38,8 @@ _CRC = _table()
 
 
 def crc8(crc: int, data: bytes) -> int:
+    if len(data) > 64:  # megabyte values: fastcrc (CRC-8/SMBUS: this polynomial, init 0)
+        return fastcrc.crc8.smbus(data, initial=crc)
     for b in data:
         crc = _CRC[crc ^ b]
     return crc
@@ -139,6 +143,8 @@ def _read_cell(r: _Reader) -> Cell:
     if r.peek() == CELL_VALUE:
         r.take(1)
         vlen = r.u32()
+        if vlen == 0:
+            raise ValueError("a value without its type")
         value = r.take(vlen)
         cell.vtype, cell.payload = value[0], value[1:]
     if r.peek() == CELL_TYPE:
@@ -155,6 +161,13 @@ def _read_cell(r: _Reader) -> Cell:
 
 def decode(data: bytes) -> list[Row]:
     """The rows of a well-formed buffer (ValueError otherwise); checksums are not checked."""
+    try:
+        return _decode(data)
+    except (IndexError, struct.error) as exc:
+        raise ValueError(f"malformed: {exc}") from None
+
+
+def _decode(data: bytes) -> list[Row]:
     r = _Reader(data)
     if r.u32() != HEADER:
         raise ValueError("header")

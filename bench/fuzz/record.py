@@ -25,9 +25,11 @@ from . import wire
 TABLES = {  # name -> primary key (the fuzz tables; their rows must survive the run unchanged)
     "fz_a": [("k", "STRING"), ("n", "INTEGER")],
     "fz_b": [("h", "INTEGER"), ("r", "BINARY")],
+    "fz_s": [("p", "STRING")],  # with a stream: the stream calls' seeds read it
 }
 LIVE = "fz_live"  # the valid clients' table, written throughout the run
 ABSENT = "fz_absent"  # the name DDL seeds use
+STREAMED = "fz_s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +179,8 @@ def _sdk_workload(endpoint: str, account: wire.Account) -> None:
             return None
 
     for name, pk in TABLES.items():
+        if name == STREAMED:
+            continue  # created by widetable.connect, which turns its stream on
         ots.create_table(TableMeta(name, pk), TableOptions(max_version=3, time_to_live=-1),
                          ReservedThroughput(CapacityUnit(0, 0)))
     ots.create_table(TableMeta(LIVE, [("w", "STRING"), ("i", "INTEGER")]), TableOptions(),
@@ -240,9 +244,31 @@ def _sdk_workload(endpoint: str, account: wire.Account) -> None:
     attempt(ots.list_search_index, "fz_a")
 
 
+def _stream_workload(endpoint: str, account: wire.Account, protocol: str) -> None:
+    """The stream calls over ``protocol``, on the table with a stream."""
+    import widetable
+
+    db = widetable.connect(endpoint, access_key_id=account.key_id,
+                           access_key_secret=account.secret, instance=account.instance,
+                           protocol=protocol)
+    try:
+        if STREAMED not in db.list_tables():
+            db.create_table(STREAMED, [("p", "STRING")], stream=True)
+            for i in range(5):
+                db.table(STREAMED).put_row((f"p{i}",), {"v": i})
+        stream = db.list_stream(STREAMED)[0]
+        described = db.describe_stream(stream.stream_id)
+        iterator = db.get_shard_iterator(stream.stream_id, described.shards[0].shard_id)
+        db.get_stream_record(iterator, limit=3)
+    finally:
+        db.close()
+
+
 def _native_workload(endpoint: str, account: wire.Account) -> None:
     import widetable
 
+    _stream_workload(endpoint, account, "native")
+    _stream_workload(endpoint, account, "tablestore")
     db = widetable.connect(endpoint, access_key_id=account.key_id,
                            access_key_secret=account.secret, instance=account.instance,
                            protocol="native")

@@ -27,6 +27,7 @@ import random
 import shutil
 import tempfile
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -80,6 +81,8 @@ class Report:
     touched: Touched = field(default_factory=lambda: Touched())
     rows_before: dict = field(default_factory=dict)
     log_start: int = 0
+    harness_errors: int = 0  # cases the fuzzer failed to make (its own bugs, not the server's)
+    harness_error: str = ""
 
     @property
     def clean(self) -> bool:
@@ -103,7 +106,7 @@ def judge_http(case: Case, reply: wire.Reply) -> tuple[str, Finding | None]:
     if reply.timed_out:
         return "http timeout", Finding("hang", case.kind, "no answer and no close", case.data)
     if reply.status is None:
-        if case.half_close:
+        if case.half_close or case.abort:
             return "http closed", None
         return "http closed", Finding("dropped", case.kind, "closed without an answer", case.data)
     status = reply.status
@@ -131,7 +134,7 @@ def judge_native(case: Case, reply: wire.Reply) -> tuple[str, Finding | None]:
     if reply.timed_out:
         return "native timeout", Finding("hang", case.kind, "no answer and no close", case.data)
     if reply.frame is None:
-        if case.half_close:
+        if case.half_close or case.abort:
             return "native closed", None
         return "native closed", Finding("dropped", case.kind, "closed without an answer", case.data)
     try:
@@ -163,28 +166,56 @@ class Sender:
         self.http: wire.Conn | None = None
         self.native: wire.Conn | None = None
 
-    def send(self, case: Case) -> wire.Reply:
+    def send(self, case: Case) -> list[wire.Reply]:
+        """The answers to ``case``: one, or one per part of a pipelined case (fewer if the
+        server closes first)."""
+        wanted = len(case.parts) if case.parts else 1
+        if case.abort:
+            conn = wire.Conn(self.account, self.timeout) if case.protocol == "http" else \
+                wire.upgrade(self.account, self.timeout)
+            conn.send(case.data)
+            conn.reset()
+            return [wire.Reply(closed=True)]
         if case.protocol == "http":
             conn = wire.Conn(self.account, self.timeout) if case.fresh else self._http()
             ok = conn.send(case.data, case.half_close)
-            reply = conn.read_http()
-            while reply.status == 100:  # Expect: 100-continue (a header case asked for it)
+            replies = []
+            for _ in range(wanted):
                 reply = conn.read_http()
-            if not ok and reply.status is None:
-                reply.closed = True
-            if case.fresh or reply.closed or reply.status in (None, 101):
+                while reply.status == 100:  # Expect: 100-continue (a header case asked for it)
+                    reply = conn.read_http()
+                if not ok and reply.status is None:
+                    reply.closed = True
+                replies.append(reply)
+                if reply.closed or reply.timed_out or reply.status in (None, 101):
+                    break
+            if case.fresh or replies[-1].closed or replies[-1].status in (None, 101):
+                self._drop(conn)
+            return replies
+        if case.upgrade:
+            conn = wire.Conn(self.account, self.timeout)
+            conn.send(wire.upgrade_request(self.account) + case.data, case.half_close)
+            if conn.read_http().status != 101:
                 conn.close()
-                if conn is self.http:
-                    self.http = None
-            return reply
-        conn = wire.upgrade(self.account, self.timeout) if case.fresh else self._native()
-        conn.send(case.data, case.half_close)
-        reply = conn.read_frame()
-        if case.fresh or reply.frame is None:
-            conn.close()
-            if conn is self.native:
-                self.native = None
-        return reply
+                raise ConnectionError("the upgrade, with frames behind it, was refused")
+        else:
+            conn = wire.upgrade(self.account, self.timeout) if case.fresh else self._native()
+            conn.send(case.data, case.half_close)
+        replies = []
+        for _ in range(wanted):
+            replies.append(conn.read_frame())
+            if replies[-1].frame is None:
+                break
+        if case.fresh or replies[-1].frame is None:
+            self._drop(conn)
+        return replies
+
+    def _drop(self, conn: wire.Conn) -> None:
+        conn.close()
+        if conn is self.http:
+            self.http = None
+        if conn is self.native:
+            self.native = None
 
     def _http(self) -> wire.Conn:
         if self.http is None or self.http.dead:
@@ -247,7 +278,7 @@ class Touched:
             self.row(table, tuple(pbuf.value_of(c) for c in row.pk))
 
     def add_native(self, frame: bytes) -> None:
-        request = msgpack.unpackb(frame, strict_map_key=False)
+        request = msgpack.unpackb(frame, strict_map_key=False, use_list=False)
         if request[0] == 7:
             for item in request[1] or ():
                 if isinstance(item, (list, tuple)) and len(item) >= 3:
@@ -363,23 +394,35 @@ def _fuzz(server: store.Server, seeds: tuple, options: Options,
     t0 = time.monotonic()
     try:
         for n in range(1, options.requests + 1):
-            case = mix.case(rng)
+            try:
+                case = mix.case(rng)
+            except Exception:  # noqa: BLE001 - a bug of the fuzzer's own: count it, go on
+                report.harness_errors += 1
+                report.harness_error = report.harness_error or traceback.format_exc()
+                continue
             report.kinds[f"{case.protocol} {case.kind}"] += 1
             try:
-                reply = sender.send(case)
+                replies = sender.send(case)
             except OSError as exc:  # the connection or the upgrade failed: the server is gone?
-                reply = wire.Reply(closed=True)
+                replies = [wire.Reply(closed=True)]
                 if not server.alive():
                     report.findings.append(Finding("crash", case.kind, f"server died: {exc}",
                                                    case.data))
                     break
+            if case.abort:  # unanswered, so perhaps written: count it as if accepted
+                for part in case.parts or [case]:
+                    _note_write(part, report.touched, report)
             judge = judge_http if case.protocol == "http" else judge_native
-            outcome, finding = judge(case, reply)
-            report.outcomes[outcome] += 1
-            if finding is not None:
-                report.findings.append(finding)
-            if outcome in ("http 200", "native ok"):
-                _note_write(case, report.touched, report)
+            for part, reply in zip(case.parts or [case], replies, strict=False):
+                outcome, finding = judge(part, reply)
+                report.outcomes[outcome] += 1
+                if finding is not None:
+                    report.findings.append(finding)
+                if outcome in ("http 200", "native ok"):
+                    _note_write(part, report.touched, report)
+            if case.parts and len(replies) < len(case.parts) and not (replies[-1].closed or replies[-1].timed_out):
+                report.findings.append(Finding("hang", case.kind, "a pipelined request was not "
+                                               "answered", case.data))
             report.requests = n
             if n % 500 == 0:
                 if not server.alive():
@@ -421,15 +464,20 @@ def _check_after(server: store.Server, before: dict, report: Report) -> None:
         report.findings += found
 
 
+def _native_op(frame: bytes) -> object:
+    return msgpack.unpackb(frame, strict_map_key=False, use_list=False)[0]
+
+
 def _note_write(case: Case, touched: Touched, report: Report) -> None:
-    if case.protocol == "http" and case.api in WRITE_APIS:
-        report.accepted_writes += 1
-        touched.add_http(case.api, case.body)
-    elif case.protocol == "native" and case.frame:
-        try:
-            op = msgpack.unpackb(case.frame, strict_map_key=False)[0]
-        except Exception:  # noqa: BLE001 - accepted, so it decodes
-            return
-        if op in NATIVE_WRITES:
+    """Record what an accepted (or unanswered) request may have written."""
+    try:
+        if case.protocol == "http" and case.api in WRITE_APIS:
+            touched.add_http(case.api, case.body)
             report.accepted_writes += 1
+        elif case.protocol == "native" and case.frame and _native_op(case.frame) in NATIVE_WRITES:
             touched.add_native(case.frame)
+            report.accepted_writes += 1
+    except Exception:  # noqa: BLE001 - a request the server took must decode here too
+        if not case.abort:  # an unanswered one need not: the server refused it then
+            report.harness_errors += 1
+            report.harness_error = report.harness_error or traceback.format_exc()

@@ -132,6 +132,14 @@ class Conn:
         except OSError:
             pass
 
+    def reset(self) -> None:
+        """Close with a TCP reset (SO_LINGER 0): the server's next write meets a dead peer."""
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        self.close()
+
     def send(self, data: bytes, half_close: bool = False) -> bool:
         try:
             self.sock.sendall(data)
@@ -210,12 +218,17 @@ class Conn:
         return Reply(timed_out=True)
 
 
+def upgrade_request(account: Account) -> bytes:
+    """The bytes of a signed request to upgrade to the native protocol."""
+    headers = sign(account, NATIVE_API, ots_headers(account, NATIVE_API, b""))
+    return http_request("/" + NATIVE_API,
+                        {"Upgrade": NATIVE_UPGRADE, "Connection": "Upgrade", **headers}, b"")
+
+
 def upgrade(account: Account, timeout: float) -> Conn:
     """A connection upgraded to the native protocol (raises if the server refuses)."""
     conn = Conn(account, timeout)
-    headers = sign(account, NATIVE_API, ots_headers(account, NATIVE_API, b""))
-    headers = {"Upgrade": NATIVE_UPGRADE, "Connection": "Upgrade", **headers}
-    conn.send(http_request("/" + NATIVE_API, headers, b""))
+    conn.send(upgrade_request(account))
     reply = conn.read_http()
     if reply.status != 101:
         conn.close()

@@ -42,15 +42,17 @@ def documented_prefixes() -> list[tuple[int, str]]:
 def test_prefixes_are_drawn_in_sort_order() -> None:
     drawn = documented_prefixes()
     assert drawn == [
-        (0x00, "store metadata"), (0x01, "catalog"), (0x02, "counters"), (0x03, "partitions"), (0x04, "statistics"),
+        (0x00, "store metadata"), (0x01, "catalog"), (0x02, "counters"), (0x03, "partitions"),
+        (0x04, "statistics"),
         (0x05, "auto-increment"), (0x06, "change log"), (0x07, "checkpoints"),
-        (0x08, "index refs"), (0x0A, "search indexes"), (0x10, "table rows"),
+        (0x08, "index refs"), (0x0A, "search indexes"), (0x0B, "SQL mapping tables"),
+        (0x10, "table rows"),
     ]
     assert [b for b, _ in drawn] == sorted(b for b, _ in drawn)
     assert [bytes([b]) for b, _ in drawn] == [
         layout.META, layout.CATALOG, layout.COUNTERS, layout.PARTITIONS, layout.STATS,
         layout.AUTO_INCREMENT, layout.CHANGE_LOG, layout.CHECKPOINTS, layout.INDEX_REFS,
-        layout.SEARCH_INDEXES, layout.ROWS,
+        layout.SEARCH_INDEXES, layout.SQL_MAPPINGS, layout.ROWS,
     ]
 
 
@@ -148,6 +150,7 @@ PRETTY_GOLDEN: list[tuple[bytes, str]] = [
     (layout.index_ref_key(9, encode_tuple(("u1", 42))), '/IndexRef/9/"u1"/42'),
     (layout.FORMAT_VERSION_KEY, "/Meta/'format_version'"),
     (b"\x00", "/Meta/''"),
+    (layout.sql_mapping_key("orders"), "/SQLMapping/'orders'"),
     # Unassigned and reserved prefixes.
     (b"\x03abc", "/Raw/03616263"),
     (b"\x0f", "/Raw/0f"),
@@ -178,19 +181,19 @@ KEY_GOLDEN: list[tuple[str, bytes, str]] = [
     ("format version", layout.FORMAT_VERSION_KEY, "00666f726d61745f76657273696f6e"),
     ("meta key", layout.meta_key("format_version"), "00666f726d61745f76657273696f6e"),
     ("change-log prefix", layout.change_log_prefix(7), "0600000007"),
-    ("change-log key", layout.change_log_key(7, 2, 42), "06000000070000000200000000000000" "2a"),
+    ("change-log key", layout.change_log_key(7, 2, 42), "060000000700000002000000000000002a"),
     ("change-log encoder", layout.change_log_encoder(7)(2, 42),
-     "06000000070000000200000000000000" "2a"),
+     "060000000700000002000000000000002a"),
     ("shard range start", layout.change_log_range(7, 2, 41)[0],
-     "06000000070000000200000000000000" "2a"),
+     "060000000700000002000000000000002a"),
     ("shard range end", layout.change_log_range(7, 2, 41)[1], "060000000700000003"),
     ("shards from 2", layout.change_log_shards_from(7, 2)[0], "060000000700000002"),
     ("shards from 2, end", layout.change_log_shards_from(7, 2)[1], "0600000008"),
     ("checkpoint key", layout.checkpoint_key(9, 2), "070000000900000002"),
     ("index ref", layout.index_ref_key(9, encode_tuple(("u1", 42))),
-     "0800000009027531001580000000000000" "2a"),
+     "08000000090275310015800000000000002a"),
     ("index refs of rows", layout.index_ref_keys(9, [layout.row_key(7, encode_tuple(("u1", 42)))])[0],
-     "0800000009027531001580000000000000" "2a"),
+     "08000000090275310015800000000000002a"),
 ]
 
 

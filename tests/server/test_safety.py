@@ -224,7 +224,7 @@ def test_a_client_trickling_a_request_is_closed_at_the_deadline(store) -> None:
                     break
         elapsed = time.monotonic() - begun
         assert closed, "the trickling connection was still open after 10 s"
-        assert 0.9 <= elapsed < 5, elapsed
+        assert 0.9 <= elapsed < 8, elapsed
         sock, reader = dial(server)  # others are served as before
         with sock:
             sock.sendall(request("ListTable", LIST))
@@ -326,7 +326,7 @@ def test_the_loop_never_waits_on_row_locks_a_pool_thread_holds(served, locks_hel
     holding, release = locks_held
     batcher, batch_reader = dial(served)
     writer_sock, writer_reader = dial(served)
-    reader_sock, reader_reader = dial(served, timeout=3)
+    reader_sock, reader_reader = dial(served, timeout=5)
     try:
         batcher.sendall(request("BatchWriteRow", batch_write(["x", "y"])))
         assert holding.wait(10), "the batch never took its locks"
@@ -337,10 +337,9 @@ def test_the_loop_never_waits_on_row_locks_a_pool_thread_holds(served, locks_hel
             assert writer_reader.response()[0] == 101
             writer_sock.sendall(call_frame(native.PUT_ROW, "t", ("w",), {"v": 7}, None, None))
         time.sleep(0.2)  # the write has reached the server (and, before the fix, the loop)
-        begun = time.monotonic()
         reader_sock.sendall(request("GetRow", get_row("a")))
         status, _, _ = reader_reader.response()  # TimeoutError if the loop is stalled
-        assert status == 200 and time.monotonic() - begun < 2
+        assert status == 200 and not release.is_set()  # answered while the locks are held
         release.set()
         assert batch_reader.response()[0] == 200
         if writer == "tablestore":
@@ -376,6 +375,8 @@ WRITES = {
     "DeleteTable": lambda: pb.DeleteTableRequest(table_name="t").SerializeToString(),
     "CreateTable": lambda: b"",
     "StartLocalTransaction": lambda: b"",
+    "CreateSearchIndex": lambda: b"",
+    "DeleteSearchIndex": lambda: b"",
 }
 
 
@@ -426,6 +427,26 @@ def test_a_read_only_key_may_not_write_over_the_native_protocol(with_reader) -> 
     assert with_reader.db.table("t").get_row(("a",))["v"] == 1
     assert with_reader.db.table("t").get_row(("n",)) is None
     assert with_reader.db.list_tables() == ["t"]
+
+
+def test_every_write_api_is_refused_to_read_only_keys() -> None:
+    """Each API that writes rows or changes the catalog is in WRITES; a new one must be
+    sorted into reads or writes (a read-only key must not slip through a new DDL)."""
+    reads = {"ListTable", "DescribeTable", "ComputeSplitPointsBySize", "GetRow", "GetRange",
+             "BatchGetRow", "AbortTransaction", "ListStream", "DescribeStream",
+             "GetShardIterator", "GetStreamRecord", "DescribeSearchIndex", "ListSearchIndex",
+             "Search", "ComputeSplits", "ParallelScan"}
+    assert set(service.HANDLERS) == reads | service.WRITES
+    assert not reads & service.WRITES
+
+
+def test_every_native_write_is_refused_to_read_only_keys() -> None:
+    reads = {native.GET_ROW, native.GET_RANGE, native.BATCH_GET_ROW, native.LIST_STREAM,
+             native.DESCRIBE_STREAM, native.GET_SHARD_ITERATOR, native.GET_STREAM_RECORD,
+             native.DESCRIBE_TABLE}
+    assert set(native_service.CALLS) == reads | native_service.WRITES
+    assert not reads & native_service.WRITES
+    assert set(native_service.KINDS) == set(native_service.CALLS)  # each has a kind
 
 
 def test_the_writer_key_still_writes(with_reader) -> None:

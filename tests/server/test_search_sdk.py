@@ -132,3 +132,60 @@ def test_writes_become_searchable_within_a_second(indexed):
         time.sleep(0.02)
     assert db.search("sale", "ix", WTerm("city", "新城"), get_total_count=True).total_count == 1
     assert db.search("sale", "ix", WAll(), get_total_count=True).total_count == ROWS + 1
+
+
+def test_widetable_connect_has_the_search_calls(in_process):
+    """widetable.connect: the embedded store's search calls, through the server."""
+    import widetable
+    from widetable.search import (
+        DESC, BoolQuery as B, FieldSort as FS, GroupByField as GF, RangeQuery as R, SumAgg,
+    )
+
+    from . import serving
+    db, server = in_process
+    t = db.create_table("s", [("id", "INTEGER")])
+    for i in range(30):
+        t.put_row((i,), {"city": ["a", "b", "c"][i % 3], "price": i})
+    remote = widetable.connect(f"http://127.0.0.1:{server.port}", access_key_id=serving.ACCESS_KEY_ID,
+                               access_key_secret=serving.ACCESS_KEY_SECRET)
+    try:
+        remote.create_search_index("s", "ix", [("city", "KEYWORD"), ("price", "LONG")], shards=3)
+        assert remote.wait_for_search_indexes("s", "ix")
+        assert remote.list_search_index("s") == [("s", "ix")]
+        d = remote.describe_search_index("s", "ix")
+        assert [f.name for f in d.meta.fields] == ["city", "price"] and d.sync_phase == "INCR"
+        q = B(must_queries=[R("price", 5, 25)], must_not_queries=[WTerm("city", "b")])
+        args = dict(sort=[FS("price", DESC)], limit=4, get_total_count=True, columns=["price"],
+                    aggs=[SumAgg("s", "price")], group_bys=[GF("g", "city")])
+        local = db.search("s", "ix", q, **args)
+        got = remote.search("s", "ix", q, **args)
+        assert [r.primary_key for r in got.rows] == [r.primary_key for r in local.rows]
+        assert [r["price"] for r in got.rows] == [r["price"] for r in local.rows]
+        assert got.total_count == local.total_count and got.aggs == local.aggs
+        assert [(g.key, g.row_count) for g in got.group_bys["g"]] == \
+            [(g.key, g.row_count) for g in local.group_bys["g"]]
+        keys, token = [], None
+        while True:
+            page = remote.search("s", "ix", q, sort=[FS("price", DESC)], limit=3, next_token=token)
+            keys += [r.primary_key for r in page.rows]
+            token = page.next_token
+            if token is None:
+                break
+        assert keys == [r.primary_key for r in db.search("s", "ix", q, sort=[FS("price", DESC)],
+                                                          limit=100).rows]
+        splits = remote.compute_splits("s", "ix")
+        seen = []
+        for pid in range(splits["splits_count"]):
+            token = None
+            while True:
+                page = remote.search_parallel_scan("s", "ix", None, splits["session_id"],
+                                                   splits["splits_count"], pid, 4, token)
+                seen += [r.primary_key for r in page.rows]
+                token = page.next_token
+                if token is None:
+                    break
+        assert sorted(seen) == [(i,) for i in range(30)]
+        remote.delete_search_index("s", "ix")
+        assert remote.list_search_index() == []
+    finally:
+        remote.close()

@@ -20,6 +20,9 @@ from . import tools  # noqa: F401
 from . import streams  # noqa: F401
 
 # isort: split
+from . import search  # noqa: F401
+
+# isort: split
 from . import serve  # noqa: F401
 
 # isort: split

@@ -46,6 +46,7 @@ from ..wire.plainbuffer import PlainRow
 from ..wire.proto import enum_value, pb
 from . import idempotent as idem
 from . import streams
+from .search import RemoteSearch
 from .native import NativeChannel, Unsendable
 from .table import RT_AFTER_MODIFY, RT_PK, RemoteTable, RemoteTransaction, fill_read, read_row
 from .transport import Transport, error_of
@@ -59,7 +60,7 @@ BUSY_POLL_US = 200
 T = TypeVar("T")
 
 
-class RemoteDatabase:
+class RemoteDatabase(RemoteSearch):
     """A widetable (or Tablestore) server, used like :class:`widetable.Database`. Thread-safe."""
 
     def __init__(self, transport: Transport, protocol: str = "auto", busy_poll: int = 0) -> None:

@@ -127,6 +127,8 @@ class Background:
             if cutoff is None and not row[4]:
                 continue
             with table._lock(key):
+                if table.dropped:  # dropped since the check above: its keys are gone
+                    break
                 current = engine.get(key)
                 if current is None:
                     continue

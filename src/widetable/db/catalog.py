@@ -230,15 +230,26 @@ class Catalog:
         """See ``Database.delete_table``."""
         with self._ddl_lock:
             table = self.base_table(name)
-            start, end = layout.table_range(table.schema.table_id)
-            batch = self._engine.batch()
-            batch.delete(layout.catalog_key(name))
-            batch.delete_range(start, end)
-            batch.delete_range(*layout.auto_increment_range(table.schema.table_id))
-            self._partitions.drop_table(table.schema.table_id, batch)
-            self._indexes.drop_table(table, batch)  # its change log and indexes
-            self._engine.write(batch)
+            # Fence in-flight work first, so that nothing writes under the table's id once
+            # its keys are deleted (ids are never reused: such keys would stay for good).
+            # Every writer checks the table under its row lock (or, raising a counter, its
+            # counter lock) before it writes: once it is unusable and every stripe has been
+            # passed, none writes again. A trim finishes first or skips it (trim_lock); the
+            # purge checks under the row lock; the applier lets go of its indexes
+            # (Indexer.remove). Should the deletion fail (an engine error), the table stays
+            # unusable until the store is opened again, where it is whole.
             table.dropped = table._unusable = True
+            with self._indexes.trim_lock:
+                self._ctx.row_locks.barrier()
+                self._ctx.autoinc.barrier()
+                start, end = layout.table_range(table.schema.table_id)
+                batch = self._engine.batch()
+                batch.delete(layout.catalog_key(name))
+                batch.delete_range(start, end)
+                batch.delete_range(*layout.auto_increment_range(table.schema.table_id))
+                self._indexes.drop_table(table, batch)  # its change log and indexes, first:
+                self._partitions.drop_table(table.schema.table_id, batch)  # the applier reads the map
+                self._engine.write(batch)
             del self.tables[name]
 
     # -- indexes -----------------------------------------------------------------------

@@ -14,7 +14,6 @@ import dataclasses
 import logging
 import math
 import threading
-import weakref
 from collections.abc import Callable
 
 from ..context import StoreContext
@@ -45,7 +44,9 @@ ROW_LOCK_STRIPES = DEFAULT_STRIPES  # enough for a GIL-bound process; a 200-row 
 
 log = logging.getLogger("widetable")
 # Stores open in this process, closed at exit if their owner did not (see Database.close).
-_OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
+# Held strongly: a store whose Database object is gone still runs its threads (they hold
+# the store context), and they too must stop before the interpreter does.
+_OPEN: set[Database] = set()
 
 
 @atexit.register
@@ -54,7 +55,7 @@ def _close_open_stores() -> None:
 
     Runs after non-daemon threads have ended and while daemon ones still run, so the
     background threads are stopped and joined while they can still finish their call."""
-    for db in list(_OPEN):
+    for db in list(_OPEN):  # a copy: close() discards itself
         try:
             db.close()
         except Exception:  # noqa: BLE001 - at exit: report, and close the others
@@ -103,6 +104,8 @@ class Database(SearchFacade):
         self._search = SearchManager(engine, search_root(ctx.path), self._catalog.base_table,
                                      ctx.ids.take, LogSource(ctx.changelog))
         self._search.open(self._tables)
+        self._sql = None  # widetable.sql.SQLSession, made on the first db.sql call
+        self._sql_lock = threading.Lock()
         self._background.start()
         _OPEN.add(self)
 
@@ -140,6 +143,8 @@ class Database(SearchFacade):
         self._txns.close()
         self._indexes.close()
         self._background.join(timeout=10)
+        if self._sql is not None:
+            self._sql.close()
         with self._ddl_lock:
             self._partitions.flush()
             self._ctx.closed = True
@@ -417,6 +422,23 @@ class Database(SearchFacade):
         return partition_scan.parallel_scan(
             table, self._partitions.partitions(table), workers, ordered, **read_options
         )
+
+    # -- SQL ------------------------------------------------------------------------
+
+    def sql(self, statement: str, params: list | None = None, **options: object):
+        """Run one SQL statement (Tablestore's dialect; ``widetable.sql``) and return its
+        ``SQLResult``: ``columns`` (names and SQL types), ``rows``, iteration (streamed),
+        ``to_arrow()``, ``to_pandas()``. ``params`` bind the statement's ``?`` in order.
+        ``options``: ``max_scan_rows`` (100,000), ``max_scan_bytes`` (128 MB) and
+        ``timeout`` (30 s), each None for no limit. Queries see mapping tables
+        (``CREATE TABLE t (..., PRIMARY KEY(...))`` maps data table ``t``)."""
+        self._check_open()
+        if self._sql is None:
+            with self._sql_lock:
+                if self._sql is None:
+                    from ..sql import SQLSession
+                    self._sql = SQLSession(self._ctx)
+        return self._sql.execute(statement, params, **options)  # type: ignore[arg-type]
 
     # -- garbage collection -----------------------------------------------------
 

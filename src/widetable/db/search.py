@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from ..search.execute import SearchResult
-from ..search.manager import SearchIndexDescription, SearchIndexReport
+from ..search.results import SearchIndexDescription, SearchIndexReport
 from ..search.query import Query
 from ..search.schema import DEFAULT_SHARDS, IndexMeta
 

@@ -62,6 +62,7 @@ class IndexManager:
         self.globals: dict[str, GlobalIndex] = {}
         self.indexer = Indexer(ctx, self._trim_if_open)
         self.changelog.on_logged = self.indexer.start  # its thread also trims the logs
+        self.trim_lock = self.changelog.trim_lock  # held by trims, and by drops
 
     # -- tables ----------------------------------------------------------------------
 

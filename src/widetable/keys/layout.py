@@ -15,11 +15,12 @@ place that builds key bytes (with ``codec``); ``docs/format.md`` is the record.
     0x07 consumer_id:u32 shard:u32    checkpoints: last change-log seq a consumer applied
     0x08 index_id:u32 base-pk-tuple   index refs: the global-index key of one base row
     0x0A table_id:u32 name            search indexes: definition (JSON); documents live in tantivy
+    0x0B name                         SQL mapping tables: mapping name -> declaration (JSON)
     0x10 table_id:u32 pk-tuple        table rows: one key per row, value = row blob
 
 Index rows (local and global) are table rows under 0x10 with the index's own
 table id from the same counter, so an index reads like a table. Prefixes
-0x09, 0x0B-0x0F and 0x11-0x1F are reserved for later layers. Partition boundaries are row keys cut after the first primary-key
+0x09, 0x0C-0x0F and 0x11-0x1F are reserved for later layers. Partition boundaries are row keys cut after the first primary-key
 element (``partition_prefix``), so one partition-key value never spans two
 partitions.
 
@@ -40,6 +41,7 @@ CHANGE_LOG = b"\x06"  # DO NOT CHANGE: embedded in on-disk data
 CHECKPOINTS = b"\x07"  # DO NOT CHANGE: embedded in on-disk data
 INDEX_REFS = b"\x08"  # DO NOT CHANGE: embedded in on-disk data
 SEARCH_INDEXES = b"\x0a"  # DO NOT CHANGE: embedded in on-disk data
+SQL_MAPPINGS = b"\x0b"  # DO NOT CHANGE: embedded in on-disk data
 ROWS = b"\x10"  # DO NOT CHANGE: embedded in on-disk data
 
 PARTITION_MAP = 0  # DO NOT CHANGE: kind byte of the partition map record
@@ -205,6 +207,15 @@ def search_index_range(table_id: int | None = None) -> tuple[bytes, bytes]:
     return prefix, codec.prefix_end(prefix)
 
 
+def sql_mapping_key(name: str) -> bytes:
+    """Where the SQL layer keeps the declaration of mapping table ``name``."""
+    return SQL_MAPPINGS + name.encode("utf-8")
+
+
+def sql_mapping_range() -> tuple[bytes, bytes]:
+    return SQL_MAPPINGS, codec.prefix_end(SQL_MAPPINGS)
+
+
 def partition_prefix(row_key: bytes) -> bytes:
     """``row_key`` cut after its first primary-key element: the key's partition-key prefix.
 
@@ -278,6 +289,8 @@ def pretty(key: bytes) -> str:
         return f"/IndexRef/{int.from_bytes(key[1:5], 'big')}" + "".join("/" + _pretty_value(p) for p in parts)
     if head == SEARCH_INDEXES and len(key) > 5:
         return f"/SearchIndex/{int.from_bytes(key[1:5], 'big')}/{key[5:].decode('utf-8', 'replace')!r}"
+    if head == SQL_MAPPINGS:
+        return f"/SQLMapping/{key[1:].decode('utf-8', 'replace')!r}"
     if head == ROWS and len(key) >= 5:
         table_id = int.from_bytes(key[1:5], "big")
         try:

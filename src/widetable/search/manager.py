@@ -18,7 +18,7 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import msgpack
 
@@ -32,6 +32,7 @@ from .execute import (
     MAX_SCAN_LIMIT, RETURN_NONE, SearchResult, Searcher, check_columns,
 )
 from .query import MatchAllQuery, Query, check_query
+from .results import SearchIndexDescription, SearchIndexReport
 from .schema import IndexMeta, add_fields, check_index, check_ttl, missing
 from .sort import PrimaryKeySort, SortKeys
 from .sync import IndexState
@@ -40,37 +41,6 @@ logger = logging.getLogger("widetable.search")
 POLL = 0.1
 DEFAULT_COMMIT_INTERVAL = 0.5
 SESSION_TTL = 3600.0
-
-
-@dataclass(frozen=True, slots=True)
-class SearchIndexDescription:
-    """``describe_search_index``: the definition with defaults, and the sync state."""
-
-    meta: IndexMeta
-    sync_phase: str  # FULL while backfilling, then INCR
-    current_to: int  # ms: every write committed before this is searchable
-    lag_ms: int
-    row_count: int
-    size_bytes: int
-    rejected_rows: int
-    last_rejected: str | None
-    error: str | None = None
-    rebuilding: bool = False  # fields are being added: reads use the old index meanwhile
-
-
-@dataclass(frozen=True, slots=True)
-class SearchIndexReport:
-    """``verify_search_index``: documents missing, stale or extra against the base table."""
-
-    checked: int
-    missing: list
-    stale: list
-    extra: list
-    rejected: list
-
-    @property
-    def ok(self) -> bool:
-        return not (self.missing or self.stale or self.extra)
 
 
 class SearchManager:
@@ -218,7 +188,10 @@ class SearchManager:
             stored = replace(meta, pending=new_pending)
             self.engine.put(keys.search_index_key(table.schema.table_id, name), stored.to_json())
             with st.lock:
+                raised = meta.ttl == -1 and st.meta.ttl != -1 or 0 < st.meta.ttl < meta.ttl
                 st.meta = meta
+                if raised:  # documents the old TTL dropped come back: sync every row again
+                    st.phase, st.next, st.dirty = "FULL", None, True
             if pending is not None and new_pending is not None:
                 pending.meta = new_pending
             if add is not None:
@@ -366,8 +339,13 @@ class SearchManager:
         checked = 0
         lo, hi = full_range(len(st.pk_names), False)
         for row in table.scan(lo, hi):
-            checked += 1
             pk = tuple(row.primary_key)
+            stamps = row._stamps
+            ts = stamps if type(stamps) is int else max(stamps.values(), default=0)
+            if since is not None and ts < since:  # past the index's TTL: expected absent
+                found.pop(pk, None)
+                continue
+            checked += 1
             try:
                 expect = row_values(st.meta, st.pk_names, pk, row.columns)
             except Rejected:

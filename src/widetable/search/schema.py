@@ -134,13 +134,13 @@ class IndexMeta:
         return IndexMeta.from_dict(json.loads(raw))
 
 
-def _as_field(value: object) -> FieldSchema:
+def as_field(value: object) -> FieldSchema:
     if isinstance(value, FieldSchema):
         return value
     if isinstance(value, dict):
         d = dict(value)
         if "sub_fields" in d:
-            d["sub_fields"] = [(_as_field(s).to_dict()) for s in d["sub_fields"]]
+            d["sub_fields"] = [(as_field(s).to_dict()) for s in d["sub_fields"]]
         if "name" not in d or "type" not in d:
             raise ParameterInvalid(f"a field needs a name and a type, got {describe(value)}")
         d["type"] = str(d["type"]).upper()
@@ -179,7 +179,7 @@ def check_field(f: FieldSchema, nested: bool = False) -> FieldSchema:
             raise ParameterInvalid(f"field {f.name!r}: NESTED fields cannot nest further")
         if not f.sub_fields:
             raise ParameterInvalid(f"NESTED field {f.name!r} needs sub_fields")
-        subs = tuple(check_field(_as_field(s), nested=True) for s in f.sub_fields)
+        subs = tuple(check_field(as_field(s), nested=True) for s in f.sub_fields)
         _no_duplicates([s.name for s in subs], f"NESTED field {f.name!r}")
     elif f.sub_fields:
         raise ParameterInvalid(f"field {f.name!r}: sub_fields are for NESTED fields")
@@ -239,7 +239,7 @@ def check_index(table_schema, name: object, fields: object, index_sort: object,
         raise ParameterInvalid(f"a search index needs a list of fields, got {describe(fields)}")
     if len(fields) > MAX_FIELDS:
         raise ParameterInvalid(f"a search index has at most {MAX_FIELDS} fields, got {len(fields)}")
-    checked = tuple(check_field(_as_field(f)) for f in fields)
+    checked = tuple(check_field(as_field(f)) for f in fields)
     _no_duplicates([f.name for f in checked], f"search index {name!r}")
     pk_names = set(table_schema.pk_names)
     defined = dict(table_schema.defined_columns)
@@ -294,7 +294,7 @@ def add_fields(meta: IndexMeta, new_fields: object, table_schema) -> tuple[Field
     """The field list of ``meta`` plus ``new_fields``, checked (names must be new)."""
     if not isinstance(new_fields, (list, tuple)) or not new_fields:
         raise ParameterInvalid(f"add_fields is a list of fields, got {describe(new_fields)}")
-    fields = list(meta.fields) + [check_field(_as_field(f)) for f in new_fields]
+    fields = list(meta.fields) + [check_field(as_field(f)) for f in new_fields]
     check_index(table_schema, meta.name, fields, None, None, meta.ttl, meta.shards)
     return tuple(check_field(f) for f in fields)
 

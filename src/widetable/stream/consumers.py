@@ -167,6 +167,9 @@ class ChangeLog:
         self.feeds: dict[int, TableFeed] = {}  # table id -> its feed
         self._consumers: dict[str, Consumer] = {}
         self._lock = threading.RLock()
+        # Held by trim, and by drops while they delete a table's keys: a trim never writes
+        # a trim mark or seq counter under an id whose keys are gone.
+        self.trim_lock = threading.Lock()
         # Called once a table logs: starts the thread that trims logs (the applier's).
         self.on_logged: Callable[[], None] | None = None
 
@@ -369,7 +372,11 @@ class ChangeLog:
 
     def trim(self) -> int:
         """Drop change records past their table's retention that every consumer with
-        checkpoints has applied; returns how many."""
+        checkpoints has applied; returns how many. Holds ``trim_lock``."""
+        with self.trim_lock:
+            return self._trim_locked()
+
+    def _trim_locked(self) -> int:
         dropped = 0
         now = now_ms()
         for table in list(self._ctx.tables.values()):

@@ -67,6 +67,13 @@ class AutoIncrementCounters:
         self._locks = [threading.Lock() for _ in range(_COUNTER_LOCKS)]
         self._cache_lock = threading.Lock()  # guards eviction against concurrent inserts
 
+    def barrier(self) -> None:
+        """Return once every writer holding a counter lock at the call has released it (a
+        drop: the table is unusable first, and writers check it under the lock)."""
+        for lock in self._locks:
+            lock.acquire()
+            lock.release()
+
     def lock(self, counter_key: bytes) -> threading.Lock:
         return self._locks[hash(counter_key) % _COUNTER_LOCKS]
 
@@ -156,6 +163,8 @@ def put_row(table: Table, pk: object, columns: object, condition: object) -> Wri
         part = table._route_write(key)  # the partition layer's hook: route, count, throttle
         # No transaction check: local transactions refuse auto-increment tables.
         with table._lock(key):
+            if table._unusable:  # dropped since _key: see Catalog.delete_table
+                table._check_open()
             if cond is not None and cond.needs_row:
                 table._check_condition(pk_tuple, engine.get(key), cond, now_ms())
             batch = engine.batch()
@@ -183,6 +192,8 @@ def update_row(table: Table, pk: object, *changes: object) -> WriteResult:
     ckey = counter_key(table, pk_tuple[0])
     value = pk_tuple[table._auto_index]  # type: ignore[index]
     with counters.lock(ckey):
+        if table._unusable:  # dropped since _key: see Catalog.delete_table
+            table._check_open()
         last = counters.last(ckey)
         counters.check_raise(ckey, value, last, table._names[table._auto_index])  # type: ignore[index]
         if last is None or value > last:

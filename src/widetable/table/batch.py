@@ -150,7 +150,7 @@ def batch_write_row(ctx: StoreContext, requests: list) -> list[BatchWriteResult]
             raise ParameterInvalid(
                 f"batch_write_row carries over {MAX_REQUEST_BYTES} bytes; split it"
             )
-    _write_fast(ctx, results, fast)
+    _write_fast(ctx, results, fast, tables)
     for (index, _, _), (table, part, key, size) in zip(fast, routed):
         if results[index].error is None:  # not refused by a transaction or a local index
             table._record_write(part, key, size, None)
@@ -195,9 +195,11 @@ def _payload_size(payload: object) -> int:
     return 0 if payload is None else value_size(payload)
 
 
-def _write_fast(ctx: StoreContext, results: list, fast: list) -> None:
+def _write_fast(ctx: StoreContext, results: list, fast: list, tables: dict) -> None:
+    """Write the plain puts ``fast`` (``(result index, key, blob)``; ``tables``: the batch's
+    tables by name) in one batch under their row locks."""
     if ctx.txn_locks:
-        fast = _outside_transactions(ctx, results, fast, wait=True)
+        fast = _outside_transactions(ctx, results, fast, True, tables)
     if not fast:
         return
     engine = ctx.engine
@@ -206,8 +208,15 @@ def _write_fast(ctx: StoreContext, results: list, fast: list) -> None:
         batch.put(key, blob)
     locks = ctx.row_locks.acquire([k for _, k, _ in fast])  # in stripe order: no deadlocks
     try:
+        for table in tables.values():
+            if table._unusable:  # dropped since its rows were checked: see Catalog.delete_table
+                fast = _of_usable_tables(results, fast, tables)
+                batch = engine.batch()
+                for _, key, blob in fast:
+                    batch.put(key, blob)
+                break
         if ctx.txn_locks:  # a transaction started since the wait above: recheck under the locks
-            kept = _outside_transactions(ctx, results, fast, wait=False)
+            kept = _outside_transactions(ctx, results, fast, False, tables)
             if len(kept) < len(fast):
                 fast, batch = kept, engine.batch()
                 for _, key, blob in fast:
@@ -224,6 +233,20 @@ def _write_fast(ctx: StoreContext, results: list, fast: list) -> None:
     # Each written row reports a plain WriteResult of its key (BatchWriteResult.result).
 
 
+def _of_usable_tables(results: list, fast: list, tables: dict) -> list:
+    """The rows of ``fast`` whose table is usable; the others get the table's error."""
+    kept = []
+    for item in fast:
+        result = results[item[0]]
+        try:
+            tables[result.table]._check_open()
+        except WidetableError as exc:
+            result.error = exc
+            continue
+        kept.append(item)
+    return kept
+
+
 def _change_feeds(ctx: StoreContext, results: list, fast: list) -> dict:
     """``{TableFeed: [(key, blob), ...]}`` of the rows whose table captures changes."""
     groups: dict = {}
@@ -235,19 +258,21 @@ def _change_feeds(ctx: StoreContext, results: list, fast: list) -> dict:
     return groups
 
 
-def _outside_transactions(ctx: StoreContext, results: list, fast: list, wait: bool) -> list:
-    """The rows of ``fast`` whose partition-key value no local transaction holds.
+def _outside_transactions(ctx: StoreContext, results: list, fast: list, wait: bool,
+                          tables: dict) -> list:
+    """The rows of ``fast`` whose partition-key value no local transaction holds, and whose
+    table is not being dropped.
 
-    The others get ``OTSRowOperationConflict`` as their result. With ``wait``,
-    each first waits briefly for the transaction to end (outside any row lock).
+    The others get ``OTSRowOperationConflict`` (or the dropped table's error) as their
+    result. With ``wait``, each first waits briefly for the transaction to end (outside
+    any row lock).
     """
     kept = []
     for item in fast:
         result = results[item[0]]
-        table = ctx.tables.get(result.table)
+        table = tables[result.table]
         try:
-            if table is not None:
-                (ctx.txns.wait_for if wait else ctx.txns.check)(table, result.primary_key[0])
+            (ctx.txns.wait_for if wait else ctx.txns.check)(table, result.primary_key[0])
         except WidetableError as exc:
             result.error = exc
             continue

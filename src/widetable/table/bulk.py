@@ -70,8 +70,10 @@ def plain_puts(ctx: StoreContext, requests: list) -> list[BatchWriteResult] | No
     row_locks = ctx.row_locks
     locks = row_locks.acquire(keys)  # in stripe order, so batches never deadlock
     try:
-        if ctx.txn_locks:
-            return None  # a transaction began since the check above: the general path decides
+        if ctx.txn_locks or table._unusable:
+            # A transaction began since the check above, or the table was dropped (see
+            # Catalog.delete_table): the general path decides.
+            return None
         router = table._router
         if router is not None and router.route_puts(keys, sizes):
             refused = _commit(ctx, table, keys, blobs)

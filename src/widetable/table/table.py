@@ -483,6 +483,8 @@ class Table:
         if self._txn_locks:
             self._txns.wait_for(self, values[0])
         with self._locks[hash(key) & self._lock_mask]:
+            if self._unusable:  # dropped (or closed) since _key: see Catalog.delete_table
+                self._check_open()
             if self._txn_locks:
                 self._txns.check(self, values[0])
             if cond is not None and cond.needs_row:
@@ -623,6 +625,8 @@ class Table:
         if self._txn_locks:
             self._txns.wait_for(self, values[0])
         with self._lock(key):
+            if self._unusable:  # dropped (or closed) since _key: see Catalog.delete_table
+                self._check_open()
             if self._txn_locks:
                 self._txns.check(self, values[0])
             blob = self._engine.get(key)
@@ -685,6 +689,8 @@ class Table:
         if self._txn_locks:
             self._txns.wait_for(self, values[0])
         with self._lock(key):
+            if self._unusable:  # dropped (or closed) since _key: see Catalog.delete_table
+                self._check_open()
             if self._txn_locks:
                 self._txns.check(self, values[0])
             if cond is not None and cond.needs_row:

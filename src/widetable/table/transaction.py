@@ -160,8 +160,11 @@ class TransactionRegistry:
         """Wait (up to ``conflict_wait``) until no transaction holds ``value`` of ``table``.
 
         Plain writers call this before taking the row's lock, and only while
-        some transaction is open. Raises ``OTSRowOperationConflict`` on timeout.
+        some transaction is open. Raises ``OTSRowOperationConflict`` on timeout,
+        and the table's own error if it was dropped (or its store closed).
         """
+        if table._unusable:
+            table._check_open()
         value = _slot_value(value)
         slot = (table, value)
         if slot not in self.locks:
@@ -175,6 +178,8 @@ class TransactionRegistry:
         Plain writers call this under the row's lock, so a transaction that
         starts later waits for their write (see ``start``).
         """
+        if table._unusable:
+            table._check_open()
         value = _slot_value(value)
         owner = self.locks.get((table, value))
         if owner is None:
@@ -404,6 +409,8 @@ class LocalTransaction:
         # Row locks keep the purge thread from rewriting a row under the commit.
         locks = ctx.row_locks.acquire([k for k, _ in writes])
         try:
+            if table._unusable:  # dropped since the check above: see Catalog.delete_table
+                table._check_open()
             feed = table._changes  # a stream or an index: records and entries join the batch
             if feed is None:
                 engine.write(batch)

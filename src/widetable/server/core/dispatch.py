@@ -100,6 +100,10 @@ class Dispatcher:
         self.loop: asyncio.AbstractEventLoop | None = None  # set before the first request
         self.poll = BusyPoll(busy_poll, lambda: self.jobs)  # its loop is set with ``loop``
 
+    def room(self) -> bool:
+        """Whether another client connection may open (``max_connections``)."""
+        return len(self.open) < self.max_connections
+
     @staticmethod
     def request_id() -> str:
         return new_request_id()

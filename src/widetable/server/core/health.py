@@ -17,7 +17,8 @@ PATH = "/health"
 
 
 def report(core: Dispatcher) -> dict:
-    """What the endpoint answers, as a dict."""
+    """What the endpoint answers, as a dict. (The store's background work, once
+    ``Database.background_status()`` exists, joins it here as ``"background"``.)"""
     return {
         "status": "draining" if core.draining else "ok",
         "connections": len(core.open),

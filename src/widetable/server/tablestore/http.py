@@ -163,7 +163,7 @@ class Connection(FramedConnection):
         self._tls = transport.get_extra_info("sslcontext") is not None
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer) or "unix"
-        if len(self.connections) >= self.core.max_connections:
+        if not self.core.room():
             # Over the cap: refused at once, before a byte is read; the SDKs retry it.
             self.busy = True
             self.service.reject(self, BadRequest(

@@ -1,11 +1,16 @@
 """The Tablestore service behind each connection: request checks, dispatch, signed answers.
 
-Every API is ``POST /<ApiName>`` with a protobuf body. A request is checked
+Every API is ``POST /<ApiName>`` with a protobuf body (and ``GET /health`` is
+answered unsigned, ``core/health.py``). A request is checked
 in this order, and the first failure answers it without touching the store:
 framing (``http.py``: request line, headers, ``Content-Length`` at most 5 MB);
 method; identity, instance, date (within 15 minutes) and signature (403
-``OTSAuthFailed``); the body's MD5 (``x-ots-contentmd5``); the API name; the
-protobuf and PlainBuffer (400 ``OTSParameterInvalid``). Then the library runs
+``OTSAuthFailed``); the body's MD5 (``x-ots-contentmd5``); a read-only key's
+write or DDL (403 ``OTSNoPermissionAccess``); the API name; the protobuf and
+PlainBuffer (400 ``OTSParameterInvalid``). A request whose body is still on its
+way is checked up to its signature from its head alone (``admit``), before a
+byte of the body is read (the signature covers the body's MD5); a 500 names a
+request id and no more (the log has the rest). Then the library runs
 it; a :class:`~widetable.WidetableError` becomes its code's status and an
 ``Error`` body. Every answer carries ``x-ots-contentmd5``, ``x-ots-requestid``,
 ``x-ots-date``, ``x-ots-contenttype``, and, once the caller is known,
@@ -113,6 +118,7 @@ WRITES = frozenset({
     "CreateTable", "UpdateTable", "DeleteTable", "CreateIndex", "DropIndex",
     "PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow",
     "StartLocalTransaction", "CommitTransaction",
+    "CreateSearchIndex", "UpdateSearchIndex", "DeleteSearchIndex",
 })
 HEALTH_PATH = health.PATH
 

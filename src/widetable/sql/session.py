@@ -1,0 +1,326 @@
+"""The SQL session of one store: statements in, results out (``db.sql``).
+
+Statements are parsed and planned once per text and kept in a plan cache
+(``?`` parameters are bound per call); DDL on mappings empties the cache. A
+query's scans get their access paths when bound (``access.choose``), then
+either the point path answers it with one ``get_row`` (no DuckDB) or DuckDB
+runs the planned SQL over the scans' record batches.
+
+Options of every statement (keyword arguments of ``db.sql``):
+
+* ``max_scan_rows`` (100,000) and ``max_scan_bytes`` (128 MB): what one scan may
+  read before the statement fails (None: no limit), as in Tablestore;
+* ``timeout`` (30 s): how long a statement may run (None: no limit).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from ..errors import ObjectNotExist, ParameterInvalid, describe
+from . import statements
+from .access import Access, bind, choose
+from .mapping import Mapping, MappingCatalog
+from .planner import QueryPlan, plan_query
+from .result import SQLResult
+from .types import SQL_NAME, fits
+
+if TYPE_CHECKING:
+    from ..context import StoreContext
+
+MAX_SCAN_ROWS = 100_000
+MAX_SCAN_BYTES = 128 * 1024 * 1024
+TIMEOUT = 30.0
+PLAN_CACHE = 512
+_UNSET = object()
+
+
+class SQLSession:
+    """Runs SQL statements against one store. Thread-safe."""
+
+    def __init__(self, ctx: StoreContext, instance: str | None = None) -> None:
+        self._ctx = ctx
+        self.mappings = MappingCatalog(ctx.engine)
+        path = ctx.path if isinstance(ctx.path, str) and not ctx.path.startswith(":") else None
+        self.instance = instance or (os.path.basename(os.path.abspath(path)) if path else "memory")
+        self._cache: OrderedDict[str, tuple[statements.Statement, QueryPlan | None]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._duck = None
+
+    # -- entry -------------------------------------------------------------------------
+
+    def execute(self, text: str, params: object = None, max_scan_rows: object = _UNSET,
+                max_scan_bytes: object = _UNSET, timeout: object = _UNSET) -> SQLResult:
+        """Run one statement; see the module doc for the options."""
+        self._ctx.check_open()
+        values = _params(params)
+        limits = (_limit(max_scan_rows, MAX_SCAN_ROWS, "max_scan_rows"),
+                  _limit(max_scan_bytes, MAX_SCAN_BYTES, "max_scan_bytes"),
+                  _seconds(timeout))
+        stmt, plan = self._prepared(text)
+        if stmt.params != len(values) and stmt.kind in ("query", "explain", "copy"):
+            raise ParameterInvalid(f"the statement has {stmt.params} ? parameters but "
+                                   f"{len(values)} were given")
+        kind = stmt.kind
+        if kind == "query":
+            return self._query(plan, values, limits)  # type: ignore[arg-type]
+        if kind == "explain":
+            return self._explain(plan, values)  # type: ignore[arg-type]
+        if kind == "copy":
+            return self._copy(stmt, plan, values, limits)  # type: ignore[arg-type]
+        return self._ddl(stmt)
+
+    def _prepared(self, text: str) -> tuple[statements.Statement, QueryPlan | None]:
+        with self._lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        stmt = statements.parse(text)
+        plan = None
+        if stmt.kind in ("query", "explain", "copy"):
+            plan = plan_query(stmt.query, self.mappings, stmt.params)  # type: ignore[arg-type]
+            with self._lock:
+                self._cache[text] = (stmt, plan)
+                if len(self._cache) > PLAN_CACHE:
+                    self._cache.popitem(last=False)
+        return stmt, plan
+
+    # -- queries -----------------------------------------------------------------------
+
+    def _bind(self, plan: QueryPlan, values: list) -> list[Access]:
+        out = []
+        for spec in plan.scans:
+            base = self._table(spec.mapping)
+            access = choose(spec, base, values, self._ctx.catalog.table)
+            if spec.limit is not None and access.exact:
+                n, m = (bind_value(spec.limit, values), bind_value(spec.offset, values))
+                if type(n) is int and type(m) is int and n >= 0 and m >= 0:
+                    access.limit = n + m
+            out.append(access)
+        return out
+
+    def _table(self, mapping: Mapping):
+        try:
+            return self._ctx.catalog.base_table(mapping.table)
+        except ObjectNotExist:
+            raise ObjectNotExist(f"mapping table {mapping.name!r} maps table {mapping.table!r}, "
+                                 "which does not exist") from None
+
+    def _budget(self, limits):
+        from .scan import Budget
+        max_rows, max_bytes, timeout = limits
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return Budget(max_rows, max_bytes, deadline, timeout)
+
+    def _query(self, plan: QueryPlan, values: list, limits) -> SQLResult:
+        if plan.point:
+            result = self._point(plan, values)
+            if result is not None:
+                return result
+        accesses = self._bind(plan, values)
+        budget = self._budget(limits)
+        running = self._run(plan, accesses, values, budget)
+        from .result import normalized_schema, sql_type
+        schema = normalized_schema(running.reader.schema)
+        columns = [(f.name, sql_type(f.type)) for f in schema]
+        return SQLResult(columns, stream=iter(running), schema=schema, stats=budget.rows_read,
+                         closer=running.close)
+
+    def _sources(self, plan: QueryPlan, accesses: list[Access], budget) -> list:
+        from .scan import batches
+        sources = []
+        for spec, access in zip(plan.scans, accesses):
+            cuts = self._boundaries(access)
+            schema, it = batches(access, spec.columns, budget, cuts)
+            sources.append((spec.view, schema, it))
+        return sources
+
+    def _run(self, plan: QueryPlan, accesses: list[Access], values: list, budget):
+        return self._engine().run(plan.duck_sql, values, self._sources(plan, accesses, budget),
+                                  budget)
+
+    def _boundaries(self, access: Access) -> list | None:
+        if access.kind != "full":
+            return None
+        try:
+            tp = self._ctx.partitions.partitions(access.table)
+        except Exception:  # noqa: BLE001 - an index view has no partitions: one range
+            return None
+        return [tp.value_of(p.start) for p in tp.router.parts[1:]]
+
+    def _engine(self):
+        with self._lock:
+            if self._duck is None:
+                from .duck import Duck
+                self._duck = Duck()
+            return self._duck
+
+    def _point(self, plan: QueryPlan, values: list) -> SQLResult | None:
+        """The get_row path; None when the bound values do not fit the key (DuckDB decides)."""
+        spec = plan.scans[0]
+        table = self._table(spec.mapping)
+        key_types = dict(table.schema.primary_key)
+        by_col = {p.column: bind(p, values).values[0] for p in spec.preds}
+        pk = []
+        for name in table.schema.pk_names:
+            v = by_col.get(name)
+            if not fits(v, key_types[name]):
+                return None
+            pk.append(v)
+        columns = [(name, SQL_NAME[c.wtype]) for name, c in plan.output]
+        row = table.get_row(tuple(pk))
+        if row is None:
+            return SQLResult(columns, [], stats={table.name: 0})
+        key = dict(zip(table.schema.pk_names, row.primary_key))
+        cells = row.columns
+        out = []
+        for _, c in plan.output:
+            v = key[c.name] if c.name in key else cells.get(c.name)
+            if v is not None and not fits(v, c.wtype):
+                raise ParameterInvalid(
+                    f"column {c.name!r} of table {table.name!r} is mapped as {c.sql_type} but "
+                    f"row {row.primary_key!r} holds {type(v).__name__} {v!r}")
+            out.append(v)
+        return SQLResult(columns, [tuple(out)], stats={table.name: 1})
+
+    def _explain(self, plan: QueryPlan, values: list) -> SQLResult:
+        columns = [("table", "MEDIUMTEXT"), ("access", "MEDIUMTEXT"),
+                   ("pushed down", "MEDIUMTEXT")]
+        rows = []
+        accesses = self._bind(plan, values)
+        if plan.point and self._point_fits(plan, values):
+            a = accesses[0]
+            rows.append((plan.scans[0].mapping.name, a.describe(),
+                         "columns: " + ", ".join(c.name for _, c in plan.output) +
+                         "; get_row, no DuckDB"))
+            return SQLResult(columns, rows)
+        for spec, a in zip(plan.scans, accesses):
+            path = a.describe()
+            if a.kind == "full":
+                cuts = self._boundaries(a)
+                path += f" ({len(cuts) + 1} partitions in parallel)" if cuts else ""
+            pushed = ["columns: " + (", ".join(c.name for c in spec.columns) or "(none)")]
+            if a.used:
+                pushed.append("predicates: " + " AND ".join(_show_pred(p) for p in a.used))
+            if a.limit is not None:
+                pushed.append(f"limit: {a.limit}")
+            name = spec.mapping.name + (f" AS {spec.alias}" if spec.alias != spec.mapping.name else "")
+            rows.append((name, path, "; ".join(pushed)))
+        rows.append(("(duckdb)", "runs the rest", plan.duck_sql))
+        return SQLResult(columns, rows)
+
+    def _point_fits(self, plan: QueryPlan, values: list) -> bool:
+        spec = plan.scans[0]
+        types = dict(self._table(spec.mapping).schema.primary_key)
+        return all(fits(bind(p, values).values[0], types[p.column]) for p in spec.preds)
+
+    def _copy(self, stmt, plan: QueryPlan, values: list, limits) -> SQLResult:
+        accesses = self._bind(plan, values)
+        budget = self._budget(limits)
+        count = self._engine().copy(plan.duck_sql, values, self._sources(plan, accesses, budget),
+                                    budget, stmt.path, stmt.copy_format)
+        return SQLResult([("rows", "BIGINT")], [(count,)], stats=budget.rows_read)
+
+    # -- DDL and catalog statements ----------------------------------------------------
+
+    def _ddl(self, stmt: statements.Statement) -> SQLResult:
+        kind = stmt.kind
+        if kind == "show_tables":
+            return SQLResult([(f"Tables_in_{self.instance}", "MEDIUMTEXT")],
+                             [(n,) for n in self.mappings.names()])
+        if kind == "describe":
+            m = self.mappings.get(stmt.name)
+            rows = [(c.name, c.sql_type.lower(), "NO" if c.name in m.primary_key else "YES",
+                     "PRI" if c.name in m.primary_key else "", None, "") for c in m.columns]
+            return SQLResult([("Field", "MEDIUMTEXT"), ("Type", "MEDIUMTEXT"),
+                              ("Null", "MEDIUMTEXT"), ("Key", "MEDIUMTEXT"),
+                              ("Default", "MEDIUMTEXT"), ("Extra", "MEDIUMTEXT")], rows)
+        if kind == "show_index":
+            return self._show_index(stmt.name)
+        with self._lock:
+            self._cache.clear()
+        if kind == "create":
+            table = self._ctx.catalog.base_table(stmt.name)
+            self.mappings.create(Mapping(stmt.name, stmt.name, tuple(stmt.primary_key),
+                                         tuple(stmt.columns)), table)
+        elif kind == "alter_add":
+            m = self.mappings.get(stmt.name)
+            self.mappings.add_column(stmt.name, stmt.columns[0], self._table(m))
+        elif kind == "alter_drop":
+            self.mappings.drop_column(stmt.name, stmt.column)
+        elif kind == "drop_mapping":
+            if stmt.if_exists and self.mappings.find(stmt.name) is None:
+                return SQLResult([])
+            self.mappings.drop(stmt.name)
+        return SQLResult([])
+
+    def _show_index(self, name: str) -> SQLResult:
+        m = self.mappings.get(name)
+        table = self._table(m)
+        rows = [(m.name, 0, "PRIMARY", i + 1, col, "", "BASE")
+                for i, col in enumerate(m.primary_key)]
+        for spec in table.schema.indexes:
+            view = self._ctx.catalog.table(spec.name)
+            for i, col in enumerate(view.schema.pk_names):
+                rows.append((m.name, 1, spec.name, i + 1, col, "", spec.index_type))
+            for col in spec.defined_columns:
+                rows.append((m.name, 1, spec.name, None, col, "INCLUDED", spec.index_type))
+        return SQLResult([("Table", "MEDIUMTEXT"), ("Non_unique", "BIGINT"),
+                          ("Key_name", "MEDIUMTEXT"), ("Seq_in_index", "BIGINT"),
+                          ("Column_name", "MEDIUMTEXT"), ("Comment", "MEDIUMTEXT"),
+                          ("Index_type", "MEDIUMTEXT")], rows)
+
+    def close(self) -> None:
+        if self._duck is not None:
+            self._duck.close()
+            self._duck = None
+
+
+def bind_value(v: object, values: list) -> object:
+    from .planner import Param
+    if isinstance(v, Param):
+        return values[v.n - 1] if v.n <= len(values) else None
+    return v
+
+
+def _show_pred(p) -> str:
+    if p.op == "in":
+        return f"{p.column} IN ({', '.join(map(repr, p.values))})"
+    return f"{p.column} {p.op} {p.values[0]!r}"
+
+
+def _params(params: object) -> list:
+    if params is None:
+        return []
+    if isinstance(params, (list, tuple)):
+        for v in params:
+            if v is not None and type(v) not in (int, float, str, bytes, bool):
+                raise ParameterInvalid(f"SQL parameters are int, float, str, bytes, bool or "
+                                       f"None, got {describe(v)}")
+        return list(params)
+    raise ParameterInvalid(f"params must be a list of values, got {describe(params)}")
+
+
+def _limit(value: object, default: int, what: str) -> int | None:
+    if value is _UNSET:
+        return default
+    if value is None:
+        return None
+    if type(value) is not int or value < 1:
+        raise ParameterInvalid(f"{what} must be a positive integer or None, got {describe(value)}")
+    return value
+
+
+def _seconds(value: object) -> float | None:
+    if value is _UNSET:
+        return TIMEOUT
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not value > 0:
+        raise ParameterInvalid(f"timeout must be seconds > 0 or None, got {describe(value)}")
+    return float(value)

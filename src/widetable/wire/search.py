@@ -1,0 +1,503 @@
+"""Tablestore's search-index messages <-> widetable.search's values, both directions.
+
+Shared by the server (``server/tablestore/search.py``) and the thin client
+(``client/search.py``). Queries, aggregations and group-bys travel as protobuf
+messages inside ``bytes`` fields (``Query{type, query}``, ``Aggregation{type,
+body}``, ``GroupBy{type, body}``); values inside them (terms, bounds, missing)
+are PlainBuffer bare values (``plainbuffer.encode_value`` / ``decode_value``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import NotSupported, ParameterInvalid
+from ..search import aggs as A
+from ..search import query as Q
+from ..search import sort as S
+from ..search.execute import RETURN_ALL, RETURN_ALL_FROM_INDEX, RETURN_NONE
+from ..search.schema import FieldSchema
+from . import plainbuffer
+from .proto import enum_value, pb
+
+_FIELD_TYPES = {enum_value("FieldType", n): n for n in
+                ("LONG", "DOUBLE", "BOOLEAN", "KEYWORD", "TEXT", "NESTED", "GEO_POINT", "DATE")}
+_FIELD_TYPE_IDS = {v: k for k, v in _FIELD_TYPES.items()}
+ORDER = {0: "ASC", 1: "DESC"}
+_MODE = {0: "min", 1: "max", 2: "avg"}
+_SCORE_MODE = {1: "none", 2: "avg", 3: "max", 4: "total", 5: "min"}
+RETURN = {1: RETURN_ALL, 3: RETURN_NONE, 4: RETURN_ALL_FROM_INDEX}
+FULL, INCR = enum_value("SyncPhase", "FULL"), enum_value("SyncPhase", "INCR")
+
+
+# -- definitions ---------------------------------------------------------------------------
+
+
+def field_of(fs) -> FieldSchema:
+    t = _FIELD_TYPES.get(fs.field_type)
+    if t is None:
+        raise ParameterInvalid(f"field {fs.field_name!r}: unsupported field type {fs.field_type}")
+    params: dict = {}
+    analyzer = fs.analyzer or None
+    if fs.HasField("analyzer_parameter") and analyzer == "split":
+        p = pb.SplitAnalyzerParameter.FromString(fs.analyzer_parameter)
+        if p.HasField("delimiter"):
+            params["delimiter"] = p.delimiter
+    elif fs.HasField("analyzer_parameter") and analyzer == "fuzzy":
+        p = pb.FuzzyAnalyzerParameter.FromString(fs.analyzer_parameter)
+        if p.HasField("min_chars"):
+            params["min_chars"] = p.min_chars
+        if p.HasField("max_chars"):
+            params["max_chars"] = p.max_chars
+    return FieldSchema(
+        fs.field_name, t, fs.index if fs.HasField("index") else True,
+        fs.enable_sort_and_agg if fs.HasField("enable_sort_and_agg") else None,
+        fs.store if fs.HasField("store") else True, fs.is_array, analyzer, params,
+        tuple(field_of(s) for s in fs.field_schemas),
+    )
+
+
+def put_field(out, f: FieldSchema) -> None:
+    out.field_name = f.name
+    out.field_type = _FIELD_TYPE_IDS[f.type]
+    out.index = f.index
+    out.enable_sort_and_agg = bool(f.enable_sort_and_agg)
+    out.store = f.store
+    out.is_array = f.is_array
+    if f.type == "TEXT" and f.analyzer:
+        out.analyzer = f.analyzer
+        if f.analyzer == "split":
+            out.analyzer_parameter = pb.SplitAnalyzerParameter(
+                delimiter=f.analyzer_parameter.get("delimiter", " ")).SerializeToString()
+        elif f.analyzer == "fuzzy":
+            out.analyzer_parameter = pb.FuzzyAnalyzerParameter(
+                min_chars=f.analyzer_parameter.get("min_chars", 1),
+                max_chars=f.analyzer_parameter.get("max_chars", 7)).SerializeToString()
+    for s in f.sub_fields:
+        put_field(out.field_schemas.add(), s)
+
+
+# -- queries -------------------------------------------------------------------------------
+
+
+def _value(raw: bytes) -> object:
+    return plainbuffer.decode_value(raw)
+
+
+def decode_query(msg, depth: int = 0) -> Q.Query:
+    """A ``Query{type, query}`` message as the library's query."""
+    if depth > 32:
+        raise ParameterInvalid("query nests too deep")
+    name = pb.Query.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number.get(msg.type)
+    kind = name.name if name is not None else str(msg.type)
+    body = msg.query
+    sub = lambda m: decode_query(m, depth + 1)  # noqa: E731
+    if kind == "MATCH_ALL_QUERY":
+        return Q.MatchAllQuery()
+    if kind == "TERM_QUERY":
+        m = pb.TermQuery.FromString(body)
+        return Q.TermQuery(m.field_name, _value(m.term))
+    if kind == "TERMS_QUERY":
+        m = pb.TermsQuery.FromString(body)
+        return Q.TermsQuery(m.field_name, [_value(t) for t in m.terms])
+    if kind == "RANGE_QUERY":
+        m = pb.RangeQuery.FromString(body)
+        return Q.RangeQuery(m.field_name, _value(m.range_from) if m.HasField("range_from") else None,
+                            _value(m.range_to) if m.HasField("range_to") else None,
+                            m.include_lower, m.include_upper)
+    if kind == "PREFIX_QUERY":
+        m = pb.PrefixQuery.FromString(body)
+        return Q.PrefixQuery(m.field_name, m.prefix)
+    if kind == "WILDCARD_QUERY":
+        m = pb.WildcardQuery.FromString(body)
+        return Q.WildcardQuery(m.field_name, m.value)
+    if kind == "EXISTS_QUERY":
+        return Q.ExistsQuery(pb.ExistsQuery.FromString(body).field_name)
+    if kind == "MATCH_QUERY":
+        m = pb.MatchQuery.FromString(body)
+        msm = int(m.new_minimum_should_match) if m.new_minimum_should_match else (
+            m.minimum_should_match if m.HasField("minimum_should_match") else None)
+        return Q.MatchQuery(m.field_name, m.text, msm, "AND" if m.operator == 2 else "OR")
+    if kind == "MATCH_PHRASE_QUERY":
+        m = pb.MatchPhraseQuery.FromString(body)
+        return Q.MatchPhraseQuery(m.field_name, m.text, m.slop)
+    if kind == "BOOL_QUERY":
+        m = pb.BoolQuery.FromString(body)
+        msm = int(m.new_minimum_should_match) if m.new_minimum_should_match else (
+            m.minimum_should_match if m.HasField("minimum_should_match") else None)
+        return Q.BoolQuery([sub(x) for x in m.must_queries], [sub(x) for x in m.must_not_queries],
+                           [sub(x) for x in m.filter_queries], [sub(x) for x in m.should_queries], msm)
+    if kind == "CONST_SCORE_QUERY":
+        return Q.ConstScoreQuery(sub(pb.ConstScoreQuery.FromString(body).filter))
+    if kind == "FUNCTION_SCORE_QUERY":
+        m = pb.FunctionScoreQuery.FromString(body)
+        return Q.FunctionScoreQuery(sub(m.query), Q.FieldValueFactor(m.field_value_factor.field_name))
+    if kind == "NESTED_QUERY":
+        m = pb.NestedQuery.FromString(body)
+        return Q.NestedQuery(m.path, sub(m.query), _SCORE_MODE.get(m.score_mode, "avg"))
+    if kind == "GEO_DISTANCE_QUERY":
+        m = pb.GeoDistanceQuery.FromString(body)
+        return Q.GeoDistanceQuery(m.field_name, m.center_point, m.distance)
+    if kind == "GEO_BOUNDING_BOX_QUERY":
+        m = pb.GeoBoundingBoxQuery.FromString(body)
+        return Q.GeoBoundingBoxQuery(m.field_name, m.top_left, m.bottom_right)
+    if kind == "GEO_POLYGON_QUERY":
+        m = pb.GeoPolygonQuery.FromString(body)
+        return Q.GeoPolygonQuery(m.field_name, list(m.points))
+    raise NotSupported(f"query type {kind} is not supported")
+
+
+def decode_sort(msg) -> list[S.Sorter]:
+    out: list[S.Sorter] = []
+    for s in msg.sorter:
+        if s.HasField("field_sort"):
+            f = s.field_sort
+            out.append(S.FieldSort(f.field_name, ORDER[f.order],
+                                   _MODE[f.mode] if f.HasField("mode") else None))
+        elif s.HasField("pk_sort"):
+            out.append(S.PrimaryKeySort(ORDER[s.pk_sort.order]))
+        elif s.HasField("score_sort"):
+            out.append(S.ScoreSort(ORDER[s.score_sort.order] if s.score_sort.HasField("order")
+                                   else "DESC"))
+        elif s.HasField("geo_distance_sort"):
+            g = s.geo_distance_sort
+            out.append(S.GeoDistanceSort(g.field_name, tuple(g.points), ORDER[g.order],
+                                         _MODE[g.mode] if g.HasField("mode") else "min"))
+        else:
+            raise NotSupported("only field, primary-key, score and geo-distance sorts are supported")
+    return out
+
+
+_AGGS = {1: ("AvgAggregation", A.AvgAgg), 2: ("MaxAggregation", A.MaxAgg),
+         3: ("MinAggregation", A.MinAgg), 4: ("SumAggregation", A.SumAgg),
+         5: ("CountAggregation", A.CountAgg), 6: ("DistinctCountAggregation", A.DistinctCountAgg)}
+_AGG_RESULTS = {1: "AvgAggregationResult", 2: "MaxAggregationResult", 3: "MinAggregationResult",
+                4: "SumAggregationResult", 5: "CountAggregationResult",
+                6: "DistinctCountAggregationResult"}
+
+
+def decode_aggs(msg) -> list:
+    out = []
+    for a in msg.aggs:
+        if a.type not in _AGGS:
+            raise NotSupported(f"aggregation type {a.type} is not supported over the wire yet")
+        name, cls = _AGGS[a.type]
+        body = getattr(pb, name).FromString(a.body)
+        if a.type == 5:
+            out.append(cls(a.name, body.field_name))
+        else:
+            missing = _value(body.missing) if body.HasField("missing") else None
+            out.append(cls(a.name, body.field_name, missing))
+    return out
+
+
+def encode_aggs(aggs: list, results: dict):
+    out = pb.AggregationsResult()
+    for a in aggs:
+        t = next(k for k, (_, cls) in _AGGS.items() if isinstance(a, cls))
+        v = results[a.name]
+        r = getattr(pb, _AGG_RESULTS[t])()
+        if t in (5, 6):
+            r.value = int(v or 0)
+        else:
+            r.value = float("nan") if v is None else float(v)
+            if v is None and t in (2, 3):
+                r.value = -math.inf if t == 2 else math.inf
+        out.agg_results.add(name=a.name, type=t, agg_result=r.SerializeToString())
+    return out
+
+
+def _group_sort(msg) -> tuple:
+    out = []
+    for s in msg.sorters:
+        if s.HasField("group_key_sort"):
+            out.append(A.GroupKeySort(ORDER[s.group_key_sort.order]))
+        elif s.HasField("row_count_sort"):
+            out.append(A.RowCountSort(ORDER[s.row_count_sort.order]))
+        elif s.HasField("sub_agg_sort"):
+            out.append(A.SubAggSort(s.sub_agg_sort.sub_agg_name, ORDER[s.sub_agg_sort.order]))
+    return tuple(out)
+
+
+def decode_group_bys(msg) -> list:
+    out = []
+    for g in msg.group_bys:
+        if g.type == 1:
+            m = pb.GroupByField.FromString(g.body)
+            out.append(A.GroupByField(g.name, m.field_name, m.size if m.HasField("size") else 10,
+                                      _group_sort(m.sort), tuple(decode_aggs(m.sub_aggs)),
+                                      tuple(decode_group_bys(m.sub_group_bys))))
+        elif g.type == 2:
+            m = pb.GroupByRange.FromString(g.body)
+            ranges = tuple((None if math.isinf(r.begin) else r.begin, None if math.isinf(r.end) else r.end)
+                           for r in m.ranges)
+            out.append(A.GroupByRange(g.name, m.field_name, ranges, tuple(decode_aggs(m.sub_aggs)),
+                                      tuple(decode_group_bys(m.sub_group_bys))))
+        elif g.type == 3:
+            m = pb.GroupByFilter.FromString(g.body)
+            out.append(A.GroupByFilter(g.name, tuple(decode_query(q) for q in m.filters),
+                                       tuple(decode_aggs(m.sub_aggs)), tuple(decode_group_bys(m.sub_group_bys))))
+        else:
+            raise NotSupported(f"group-by type {g.type} is not supported over the wire yet")
+    return out
+
+
+def encode_group_bys(gbs: list, results: dict):
+    out = pb.GroupBysResult()
+    for g in gbs:
+        groups = results[g.name]
+        if isinstance(g, A.GroupByField):
+            r = pb.GroupByFieldResult()
+            for grp in groups:
+                item = r.group_by_field_result_items.add(key=str(grp.key), row_count=grp.row_count)
+                _sub(item, g, grp)
+            t = 1
+        elif isinstance(g, A.GroupByRange):
+            r = pb.GroupByRangeResult()
+            for grp in groups:
+                lo, hi = grp.key
+                item = r.group_by_range_result_items.add(
+                    range_from=-math.inf if lo is None else lo, range_to=math.inf if hi is None else hi,
+                    row_count=grp.row_count)
+                _sub(item, g, grp)
+            t = 2
+        else:
+            r = pb.GroupByFilterResult()
+            for grp in groups:
+                item = r.group_by_filter_result_items.add(row_count=grp.row_count)
+                _sub(item, g, grp)
+            t = 3
+        out.group_by_results.add(name=g.name, type=t, group_by_result=r.SerializeToString())
+    return out
+
+
+def _sub(item, g, grp) -> None:
+    if g.sub_aggs:
+        item.sub_aggs_result.CopyFrom(encode_aggs(list(g.sub_aggs), grp.aggs))
+    if g.sub_group_bys:
+        item.sub_group_bys_result.CopyFrom(encode_group_bys(list(g.sub_group_bys), grp.group_bys))
+
+
+
+
+# -- the client's direction: library values -> request messages; results -> library values ------
+
+_QUERY_TYPE = {name: pb.Query.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_name[name].number
+               for name in pb.Query.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_name}
+_SCORE_MODE_IDS = {v: k for k, v in _SCORE_MODE.items()}
+_MODE_IDS = {v: k for k, v in _MODE.items()}
+_ORDER_IDS = {"ASC": 0, "DESC": 1}
+
+
+def _q(kind: str, body) -> object:
+    return pb.Query(type=_QUERY_TYPE[kind], query=body.SerializeToString())
+
+
+def encode_query(q: Q.Query):
+    """The ``Query`` message of a library query."""
+    enc = plainbuffer.encode_value
+    if isinstance(q, Q.MatchAllQuery):
+        return _q("MATCH_ALL_QUERY", pb.MatchAllQuery())
+    if isinstance(q, Q.TermQuery):
+        return _q("TERM_QUERY", pb.TermQuery(field_name=q.field_name, term=enc(q.column_value)))
+    if isinstance(q, Q.TermsQuery):
+        return _q("TERMS_QUERY", pb.TermsQuery(field_name=q.field_name,
+                                               terms=[enc(v) for v in q.column_values]))
+    if isinstance(q, Q.RangeQuery):
+        m = pb.RangeQuery(field_name=q.field_name, include_lower=q.include_lower,
+                          include_upper=q.include_upper)
+        if q.range_from is not None:
+            m.range_from = enc(q.range_from)
+        if q.range_to is not None:
+            m.range_to = enc(q.range_to)
+        return _q("RANGE_QUERY", m)
+    if isinstance(q, Q.PrefixQuery):
+        return _q("PREFIX_QUERY", pb.PrefixQuery(field_name=q.field_name, prefix=q.prefix))
+    if isinstance(q, Q.WildcardQuery):
+        return _q("WILDCARD_QUERY", pb.WildcardQuery(field_name=q.field_name, value=q.value))
+    if isinstance(q, Q.ExistsQuery):
+        return _q("EXISTS_QUERY", pb.ExistsQuery(field_name=q.field_name))
+    if isinstance(q, Q.MatchQuery):
+        m = pb.MatchQuery(field_name=q.field_name, text=q.text, operator=2 if q.operator == "AND" else 1)
+        if q.minimum_should_match is not None:
+            m.new_minimum_should_match = str(q.minimum_should_match)
+        return _q("MATCH_QUERY", m)
+    if isinstance(q, Q.MatchPhraseQuery):
+        return _q("MATCH_PHRASE_QUERY", pb.MatchPhraseQuery(field_name=q.field_name, text=q.text,
+                                                            slop=q.slop))
+    if isinstance(q, Q.BoolQuery):
+        m = pb.BoolQuery(must_queries=[encode_query(x) for x in q.must_queries],
+                         must_not_queries=[encode_query(x) for x in q.must_not_queries],
+                         filter_queries=[encode_query(x) for x in q.filter_queries],
+                         should_queries=[encode_query(x) for x in q.should_queries])
+        if q.minimum_should_match is not None:
+            m.new_minimum_should_match = str(q.minimum_should_match)
+        return _q("BOOL_QUERY", m)
+    if isinstance(q, Q.ConstScoreQuery):
+        return _q("CONST_SCORE_QUERY", pb.ConstScoreQuery(filter=encode_query(q.filter)))
+    if isinstance(q, Q.FunctionScoreQuery):
+        return _q("FUNCTION_SCORE_QUERY", pb.FunctionScoreQuery(
+            query=encode_query(q.query),
+            field_value_factor=pb.FieldValueFactor(field_name=q.field_value_factor.field_name)))
+    if isinstance(q, Q.NestedQuery):
+        return _q("NESTED_QUERY", pb.NestedQuery(path=q.path, query=encode_query(q.query),
+                                                 score_mode=_SCORE_MODE_IDS[q.score_mode]))
+    if isinstance(q, Q.GeoDistanceQuery):
+        return _q("GEO_DISTANCE_QUERY", pb.GeoDistanceQuery(
+            field_name=q.field_name, center_point=_point_text(q.center_point), distance=q.distance))
+    if isinstance(q, Q.GeoBoundingBoxQuery):
+        return _q("GEO_BOUNDING_BOX_QUERY", pb.GeoBoundingBoxQuery(
+            field_name=q.field_name, top_left=_point_text(q.top_left),
+            bottom_right=_point_text(q.bottom_right)))
+    if isinstance(q, Q.GeoPolygonQuery):
+        return _q("GEO_POLYGON_QUERY", pb.GeoPolygonQuery(
+            field_name=q.field_name, points=[_point_text(p) for p in q.points]))
+    raise ParameterInvalid(f"query must be a Query, got {q!r}")
+
+
+def _point_text(p: object) -> str:
+    return p if isinstance(p, str) else f"{p[0]},{p[1]}"  # type: ignore[index]
+
+
+def encode_sort(sorters: list) -> object:
+    out = pb.Sort()
+    for s in sorters:
+        item = out.sorter.add()
+        if isinstance(s, S.FieldSort):
+            if s.missing != "last" or s.missing_value is not None:
+                raise NotSupported("FieldSort missing options do not travel over Tablestore's protocol")
+            item.field_sort.field_name = s.field_name
+            item.field_sort.order = _ORDER_IDS[s.sort_order]
+            if s.sort_mode is not None:
+                item.field_sort.mode = _MODE_IDS[s.sort_mode]
+        elif isinstance(s, S.PrimaryKeySort):
+            item.pk_sort.order = _ORDER_IDS[s.sort_order]
+        elif isinstance(s, S.ScoreSort):
+            item.score_sort.order = _ORDER_IDS[s.sort_order]
+        elif isinstance(s, S.GeoDistanceSort):
+            g = item.geo_distance_sort
+            g.field_name = s.field_name
+            g.points.extend(_point_text(p) for p in s.points)
+            g.order = _ORDER_IDS[s.sort_order]
+            g.mode = _MODE_IDS[s.sort_mode]
+        else:
+            raise ParameterInvalid(f"not a sorter: {s!r}")
+    return out
+
+
+def encode_agg_requests(aggs: list):
+    out = pb.Aggregations()
+    for a in aggs:
+        t = next((k for k, (_, cls) in _AGGS.items() if type(a) is cls), None)
+        if t is None:
+            raise NotSupported(f"{type(a).__name__} does not travel over the wire yet")
+        body = getattr(pb, _AGGS[t][0])(field_name=a.field_name)
+        if t != 5 and a.missing is not None:
+            body.missing = plainbuffer.encode_value(a.missing)
+        out.aggs.add(name=a.name, type=t, body=body.SerializeToString())
+    return out
+
+
+def _group_sort_msg(sorts: tuple):
+    out = pb.GroupBySort()
+    for s in sorts:
+        item = out.sorters.add()
+        if isinstance(s, A.GroupKeySort):
+            item.group_key_sort.order = _ORDER_IDS[s.order]
+        elif isinstance(s, A.RowCountSort):
+            item.row_count_sort.order = _ORDER_IDS[s.order]
+        else:
+            item.sub_agg_sort.sub_agg_name = s.sub_agg_name
+            item.sub_agg_sort.order = _ORDER_IDS[s.order]
+    return out
+
+
+def encode_group_by_requests(gbs: list):
+    out = pb.GroupBys()
+    for g in gbs:
+        if isinstance(g, A.GroupByField):
+            body = pb.GroupByField(field_name=g.field_name, size=g.size, sort=_group_sort_msg(g.group_by_sort),
+                                   sub_aggs=encode_agg_requests(list(g.sub_aggs)),
+                                   sub_group_bys=encode_group_by_requests(list(g.sub_group_bys)))
+            t = 1
+        elif isinstance(g, A.GroupByRange):
+            body = pb.GroupByRange(field_name=g.field_name, ranges=[
+                pb.Range(begin=-math.inf if lo is None else lo, end=math.inf if hi is None else hi)
+                for lo, hi in g.ranges], sub_aggs=encode_agg_requests(list(g.sub_aggs)),
+                sub_group_bys=encode_group_by_requests(list(g.sub_group_bys)))
+            t = 2
+        elif isinstance(g, A.GroupByFilter):
+            body = pb.GroupByFilter(filters=[encode_query(q) for q in g.filters],
+                                    sub_aggs=encode_agg_requests(list(g.sub_aggs)),
+                                    sub_group_bys=encode_group_by_requests(list(g.sub_group_bys)))
+            t = 3
+        else:
+            raise NotSupported(f"{type(g).__name__} does not travel over the wire yet")
+        out.group_bys.add(name=g.name, type=t, body=body.SerializeToString())
+    return out
+
+
+def decode_agg_results(aggs: list, raw: bytes) -> dict:
+    msg = pb.AggregationsResult.FromString(raw)
+    out = {}
+    for r in msg.agg_results:
+        body = getattr(pb, _AGG_RESULTS[r.type]).FromString(r.agg_result)
+        v = body.value
+        if r.type in (1, 4) and isinstance(v, float) and math.isnan(v):
+            v = None
+        elif r.type in (2, 3) and math.isinf(v):
+            v = None
+        out[r.name] = v
+    for a in aggs:  # integers travel as doubles: give them back as the library does
+        v = out.get(a.name)
+        if isinstance(v, float) and v.is_integer() and isinstance(a, (A.SumAgg, A.MaxAgg, A.MinAgg)):
+            out[a.name] = v
+    return out
+
+
+def decode_group_by_results(gbs: list, raw: bytes) -> dict:
+    msg = pb.GroupBysResult.FromString(raw)
+    by_name = {g.name: g for g in gbs}
+    out = {}
+    for r in msg.group_by_results:
+        g = by_name.get(r.name)
+        groups = []
+        if r.type == 1:
+            for it in pb.GroupByFieldResult.FromString(r.group_by_result).group_by_field_result_items:
+                groups.append(_group(g, it.key, it))
+        elif r.type == 2:
+            for it in pb.GroupByRangeResult.FromString(r.group_by_result).group_by_range_result_items:
+                key = (None if math.isinf(it.range_from) else it.range_from,
+                       None if math.isinf(it.range_to) else it.range_to)
+                groups.append(_group(g, key, it))
+        elif r.type == 3:
+            items = pb.GroupByFilterResult.FromString(r.group_by_result).group_by_filter_result_items
+            for q, it in zip(g.filters if g is not None else [None] * len(items), items):
+                groups.append(_group(g, q, it))
+        out[r.name] = groups
+    return out
+
+
+def _group(g, key: object, item) -> A.Group:
+    aggs = decode_agg_results(list(getattr(g, "sub_aggs", ())),
+                              item.sub_aggs_result.SerializeToString()) if item.HasField("sub_aggs_result") else {}
+    subs = decode_group_by_results(list(getattr(g, "sub_group_bys", ())),
+                                   item.sub_group_bys_result.SerializeToString()) \
+        if item.HasField("sub_group_bys_result") else {}
+    return A.Group(key, item.row_count, aggs, subs)
+
+
+def columns_msg(columns: object):
+    """``ColumnsToGet`` of a library ``columns`` argument."""
+    if columns is None or columns == RETURN_NONE:
+        return pb.ColumnsToGet(return_type=3)
+    if columns == RETURN_ALL:
+        return pb.ColumnsToGet(return_type=1)
+    if columns == RETURN_ALL_FROM_INDEX:
+        return pb.ColumnsToGet(return_type=4)
+    names = columns[1] if isinstance(columns, tuple) and len(columns) == 2 and columns[0] == "RETURN_SPECIFIED" \
+        else columns
+    if not isinstance(names, (list, tuple)):
+        raise ParameterInvalid(f"columns must be RETURN_NONE, RETURN_ALL, RETURN_ALL_FROM_INDEX or a "
+                               f"list of names, got {columns!r}")
+    return pb.ColumnsToGet(return_type=2, column_names=list(names))
