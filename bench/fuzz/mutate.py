@@ -43,6 +43,9 @@ DDL = frozenset({"CreateTable", "DeleteTable", "UpdateTable", "CreateIndex", "Dr
 WRITE_APIS = frozenset({"PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow", "CommitTransaction",
                         *DDL})
 NATIVE_WRITES = frozenset({3, 4, 5, 7})  # PUT_ROW, UPDATE_ROW, DELETE_ROW, BATCH_WRITE_ROW
+# What a read-only key must never get done: writes, and changes to the catalog.
+REFUSED_TO_READERS = frozenset({"PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow", *DDL,
+                                "CreateSearchIndex", "UpdateSearchIndex", "DeleteSearchIndex"})
 
 
 @dataclass(slots=True)
@@ -59,6 +62,7 @@ class Case:
     parts: list[Case] | None = None  # pipelined: the requests in ``data``, one answer each
     upgrade: bytes = b""  # native: an upgrade request sent before ``data``, in one write
     abort: bool = False  # reset the connection right after sending, without reading
+    reader: bool = False  # signed (or upgraded) with the read-only key
 
 
 def _pb_class(api: str):
@@ -208,12 +212,60 @@ def mutate_message(rng: random.Random, msg: Message, api: str | None, depth: int
         return
     if rng.random() < 0.2:
         msg.ClearField(name)
+    elif fd.type == fd.TYPE_BYTES and _nested_class(msg, name) and rng.random() < 0.8:
+        inner = _nested_class(msg, name)()
+        try:
+            inner.MergeFromString(getattr(msg, name))
+        except DecodeError:
+            pass
+        if depth < 8:
+            mutate_message(rng, inner, api, depth + 1)
+        setattr(msg, name, inner.SerializePartialToString())
     elif fd.type == fd.TYPE_BYTES and name in FILTER_FIELDS and rng.random() < 0.8:
         setattr(msg, name, mutate_filter(rng, getattr(msg, name) or base_filter(rng), depth + 1))
     elif fd.type == fd.TYPE_BYTES and msg.HasField(name) and rng.random() < 0.7:
         setattr(msg, name, _bytes_field(rng, getattr(msg, name)))
     else:
         setattr(msg, name, _scalar(rng, fd, api))
+
+
+# -- messages inside bytes fields (search queries) -----------------------------------------
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _by_type(enum: str, name_of) -> object:
+    def pick(msg: Message):
+        from tablestore.protobuf import search_pb2
+
+        try:
+            label = getattr(search_pb2, enum).Name(msg.type)
+        except ValueError:
+            return None
+        return getattr(search_pb2, name_of(label), None)
+    return pick
+
+
+_NESTED = {  # (message, bytes field) -> the message class its bytes hold, from the message
+    ("SearchRequest", "search_query"): lambda msg: _search_class("SearchQuery"),
+    ("ParallelScanRequest", "scan_query"): lambda msg: _search_class("ScanQuery"),
+    ("Query", "query"): _by_type("QueryType", _camel),
+    ("Aggregation", "body"): _by_type("AggregationType",
+                                      lambda n: _camel(n[4:]) + "Aggregation"),  # AGG_AVG
+    ("GroupBy", "body"): _by_type("GroupByType", _camel),  # GROUP_BY_FIELD -> GroupByField
+}
+
+
+def _search_class(name: str):
+    from tablestore.protobuf import search_pb2
+
+    return getattr(search_pb2, name)
+
+
+def _nested_class(msg: Message, name: str):
+    pick = _NESTED.get((msg.DESCRIPTOR.name, name))
+    return None if pick is None else pick(msg)
 
 
 # -- filters and conditions ----------------------------------------------------------------
@@ -400,8 +452,9 @@ class HttpMutator:
                         "StartLocalTransaction", "GetStreamRecord"})  # may run on the pool
     PIPELINED = ("body_bytes", "proto", "plainbuffer", "plainbuffer_reject", "unsigned", "bad_md5")
 
-    def __init__(self, account: wire.Account, seeds: list[HttpSeed]) -> None:
-        self.account = account
+    def __init__(self, account: wire.Account, seeds: list[HttpSeed],
+                 reader: wire.Account | None = None) -> None:
+        self.account, self.reader = account, reader
         self.seeds = seeds + generated_seeds()
         self.bodies = [s.body for s in self.seeds]
         self.with_rows = [s for s in self.seeds if _has_plainbuffer(s)]
@@ -416,11 +469,14 @@ class HttpMutator:
 
     def _signed(self, kind: str, api: str, body: bytes, must_reject: bool = False,
                 extra: dict | None = None, path: str | None = None) -> Case:
-        headers = wire.ots_headers(self.account, api, body)
-        headers = wire.sign(self.account, api, headers, v4=self._v4 and self._rng.random() < 0.3)
+        reader = self.reader is not None and self._rng.random() < 0.1
+        account = self.reader if reader else self.account
+        headers = wire.ots_headers(account, api, body)
+        headers = wire.sign(account, api, headers, v4=self._v4 and self._rng.random() < 0.3)
         headers.update(extra or {})
         data = wire.http_request(path or "/" + api, headers, body)
-        return Case("http", kind, data, must_reject, api=api, body=body)
+        must_reject = must_reject or (reader and api in REFUSED_TO_READERS)
+        return Case("http", kind, data, must_reject, api=api, body=body, reader=reader)
 
     def _body_bytes(self, rng, seed):
         return self._signed("body_bytes", seed.api, mutate_bytes(rng, seed.body, self.bodies))
@@ -839,5 +895,20 @@ class Mix:
     counts: dict = field(default_factory=dict)
 
     def case(self, rng: random.Random) -> Case:
-        side = self.native if rng.random() < self.native_share else self.http
-        return side.case(rng)
+        if rng.random() >= self.native_share:
+            return self.http.case(rng)
+        case = self.native.case(rng)
+        if self.http.reader is not None and rng.random() < 0.1:  # on a read-only connection
+            case.reader = True
+            for part in case.parts or [case]:
+                part.reader = True
+                part.must_reject = part.must_reject or _native_write(part.frame)
+            case.must_reject = any(p.must_reject for p in case.parts or [case])
+        return case
+
+
+def _native_write(frame: bytes | None) -> bool:
+    try:
+        return msgpack.unpackb(frame, use_list=False, strict_map_key=False)[0] in NATIVE_WRITES
+    except Exception:  # noqa: BLE001 - not a call at all: refused whoever sends it
+        return False

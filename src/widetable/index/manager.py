@@ -133,7 +133,8 @@ class IndexManager:
         if isinstance(table, IndexTable):
             raise ParameterInvalid(f"{table.name!r} is an index; indexes are built on tables")
         if name in self.tables or name in self.views:
-            raise ObjectAlreadyExist(f"a table or index named {describe(name)} already exists")
+            raise ObjectAlreadyExist(
+                f"Requested table already exists. A table or index {describe(name)} exists")
         batch = self.engine.batch()
         index_id = self.ctx.ids.take(batch)
         spec = check_index(table.schema, name, primary_key, defined_columns, index_type, index_id, 0)
@@ -229,18 +230,20 @@ class IndexManager:
         for spec in table.schema.indexes:
             lag = behind = None
             gi = self.globals.get(spec.name)
+            declared = spec.declared_key(table.schema.pk_names)
+            appended = spec.primary_key[len(declared):]
             if gi is None:
-                out.append(IndexDescription(spec.name, spec.index_type, spec.primary_key,
-                                            spec.defined_columns, lag, False))
+                out.append(IndexDescription(spec.name, spec.index_type, declared,
+                                            spec.defined_columns, lag, False, base_key=appended))
                 continue
             oldest = self.indexer.oldest_unapplied(gi)
             now = now_ms()
             lag = 0 if oldest is None else max(now - oldest, 0)
             behind = oldest is not None and now - oldest > retention_ms
             h = gi.health
-            out.append(IndexDescription(spec.name, spec.index_type, spec.primary_key,
+            out.append(IndexDescription(spec.name, spec.index_type, declared,
                                         spec.defined_columns, lag, bool(behind), h.error,
-                                        h.error_at, h.errors, gi.too_long))
+                                        h.error_at, h.errors, gi.too_long, base_key=appended))
         return out
 
     def verify(self, table: Table, name: str, limit: int = 1000) -> IndexReport:

@@ -224,7 +224,7 @@ class Table:
 
     def _check_open(self) -> None:
         if self.dropped:
-            raise ObjectNotExist(f"table {self.name!r} does not exist")
+            raise ObjectNotExist(f"Requested table does not exist. Table {self.name!r} was dropped")
         self._ctx.check_open()
 
     def _key(self, pk: object) -> tuple[tuple, bytes]:
@@ -716,14 +716,14 @@ class Table:
         )
         exists = row is not None and (bool(versions) or not row[2])
         if cond.row_existence is RowExistence.EXPECT_EXIST and not exists:
-            raise ConditionCheckFail(f"Condition check failed: row {describe(pk)} does not exist")
+            raise ConditionCheckFail(f"Condition check failed. Row {describe(pk)} does not exist")
         if cond.row_existence is RowExistence.EXPECT_NOT_EXIST and exists:
-            raise ConditionCheckFail(f"Condition check failed: row {describe(pk)} already exists")
+            raise ConditionCheckFail(f"Condition check failed. Row {describe(pk)} already exists")
         if cond.column_condition is not None:
             latest = {n: vs[0][1] for n, vs in versions.items()}
             if not cond.column_condition.matches(latest, versions):
                 raise ConditionCheckFail(
-                    f"Condition check failed: row {describe(pk)} does not match "
+                    f"Condition check failed. Row {describe(pk)} does not match "
                     f"{describe(cond.column_condition, 120)}"
                 )
 
