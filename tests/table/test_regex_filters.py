@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from widetable import (
+    EXPECT_EXIST,
     INF_MAX,
     INF_MIN,
-    EXPECT_EXIST,
     CompositeFilter,
     Condition,
     SingleColumnRegexFilter,
@@ -113,7 +113,7 @@ def test_in_composites_and_conditions(t) -> None:
     (lambda: col("info").regex(b"x", "STRING") == "x", "b'x'"),
     (lambda: col("info").regex("x" * 1025) == "x", "longer than 1024"),
     (lambda: col("info").regex("x", "BOOLEAN") == 1, "BOOLEAN"),
-    (lambda: col("info").regex("x", "INTEGER") == None, "None"),  # noqa: E711
+    (lambda: col("info").regex("x", "INTEGER") == None, "None"),
     (lambda: col("info").regex("x").eq(1, pass_if_missing="yes"), "'yes'"),
     (lambda: SingleColumnRegexFilter("info", "~", 1, "x"), "'~'"),
 ])
