@@ -127,6 +127,14 @@ class RemoteDatabase(RemoteSearch):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- SQL ----------------------------------------------------------------------
+
+    def sql(self, statement: str, params: object = None):
+        """Run one SQL statement on the server (SQLQuery); see ``Database.sql``. The
+        answer (``client.sql.RemoteSQLResult``) holds its rows whole."""
+        from . import sql as remote_sql
+        return remote_sql.run(self._call, statement, params)
+
     # -- catalog ----------------------------------------------------------------
 
     def create_table(self, name: str, primary_key: list, max_versions: int = 1,

@@ -209,6 +209,42 @@ def batches(access: Access, columns: tuple[Column, ...], budget: Budget,
     return page.schema, run()
 
 
+def rows(access: Access, columns: tuple[Column, ...], budget: Budget) -> Iterator[list]:
+    """Pages of ``(pk, columns)`` of an access path, read in key order, without Arrow (the
+    session's direct path); counted against the budget like ``batches``."""
+    table = access.table
+    fetch = access.kind == "index" and not access.covering
+    attrs = [c.name for c in columns if c.name not in access.base.schema.pk_names] or None
+    arity = len(table.schema.pk_names)
+    if access.points:
+        for pk in access.points:
+            if fetch:
+                row = table.get_row(pk, columns=attrs, fetch_base=True)  # type: ignore[call-arg]
+                found = [] if row is None else [(row.primary_key, row.columns)]
+                budget.charge(access.base.name, 1, 0)
+            elif table.plain_reads:
+                blob = table.stored_row(pk)
+                budget.charge(table.name, 1, len(blob) if blob else 0)
+                found = [] if blob is None else [_unpack(blob)[1:3]]
+            else:
+                row = table.get_row(pk)
+                budget.charge(table.name, 1, 0)
+                found = [] if row is None else [(row.primary_key, row.columns)]
+            if found:
+                yield found
+        return
+    ranges = access.ranges if access.kind != "full" else [((INF_MIN,) * arity,
+                                                           (INF_MAX,) * arity)]
+    left = access.limit
+    for start, end in ranges:
+        for page in _pages(table, start, end, fetch, attrs, budget, left):
+            yield page
+            if left is not None:
+                left -= len(page)
+        if left is not None and left <= 0:
+            return
+
+
 def _point_batches(access: Access, page: _Page, budget: Budget, fetch: bool,
                    attrs: list[str] | None) -> Iterator[pa.RecordBatch]:
     table = access.table
@@ -277,6 +313,8 @@ def _parallel(table: Table, ranges: list, page: _Page, budget: Budget,
                     try:
                         item = q.get(timeout=0.05)
                     except queue.Empty:
+                        if budget.failure is not None:
+                            raise budget.failure from None
                         if budget.stop.is_set():
                             return
                         continue

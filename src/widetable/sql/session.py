@@ -67,12 +67,15 @@ class SQLSession:
                                    f"{len(values)} were given")
         kind = stmt.kind
         if kind == "query":
-            return self._query(plan, values, limits)  # type: ignore[arg-type]
-        if kind == "explain":
-            return self._explain(plan, values)  # type: ignore[arg-type]
-        if kind == "copy":
-            return self._copy(stmt, plan, values, limits)  # type: ignore[arg-type]
-        return self._ddl(stmt)
+            result = self._query(plan, values, limits)  # type: ignore[arg-type]
+        elif kind == "explain":
+            result = self._explain(plan, values)  # type: ignore[arg-type]
+        elif kind == "copy":
+            result = self._copy(stmt, plan, values, limits)  # type: ignore[arg-type]
+        else:
+            result = self._ddl(stmt)
+        result.kind = kind
+        return result
 
     def _prepared(self, text: str) -> tuple[statements.Statement, QueryPlan | None]:
         with self._lock:
@@ -124,6 +127,8 @@ class SQLSession:
                 return result
         accesses = self._bind(plan, values)
         budget = self._budget(limits)
+        if plan.direct and accesses[0].exact and budget.max_rows is not None:
+            return self._direct(plan, accesses[0], values, budget)
         running = self._run(plan, accesses, values, budget)
         from .result import normalized_schema, sql_type
         schema = normalized_schema(running.reader.schema)
@@ -135,7 +140,7 @@ class SQLSession:
         from .scan import batches
         sources = []
         for spec, access in zip(plan.scans, accesses):
-            cuts = self._boundaries(access)
+            cuts = None if spec.early else self._boundaries(access)
             schema, it = batches(access, spec.columns, budget, cuts)
             sources.append((spec.view, schema, it))
         return sources
@@ -160,6 +165,32 @@ class SQLSession:
                 self._duck = Duck()
             return self._duck
 
+    def _direct(self, plan: QueryPlan, access: Access, values: list, budget) -> SQLResult:
+        """Plain columns of exact key ranges: the rows, read in key order, without DuckDB
+        (bounded by ``max_scan_rows``). LIMIT and OFFSET apply here."""
+        from .planner import Param
+        from .scan import rows
+        spec = plan.scans[0]
+        tree_limit, tree_offset = spec.limit, spec.offset
+        n = bind_value(tree_limit, values) if tree_limit is not None else None
+        m = bind_value(tree_offset, values) if tree_offset is not None else 0
+        if (n is not None and (type(n) is not int or n < 0)) or type(m) is not int or m < 0:
+            raise ParameterInvalid(f"LIMIT and OFFSET must be integers >= 0, got "
+                                   f"{describe(n)} and {describe(m)}")
+        _ = Param
+        columns = [(name, SQL_NAME[c.wtype]) for name, c in plan.output]
+        names = access.base.schema.pk_names if access.kind == "index" and not access.covering \
+            else access.table.schema.pk_names
+        out: list[tuple] = []
+        for page in rows(access, spec.columns, budget):
+            for pk, cells in page:
+                out.append(_tuple(pk, cells, plan.output, names, access.base.name))
+        if m:
+            out = out[m:]
+        if n is not None:
+            out = out[:n]
+        return SQLResult(columns, out, stats=budget.rows_read)
+
     def _point(self, plan: QueryPlan, values: list) -> SQLResult | None:
         """The get_row path; None when the bound values do not fit the key (DuckDB decides)."""
         spec = plan.scans[0]
@@ -176,17 +207,8 @@ class SQLSession:
         row = table.get_row(tuple(pk))
         if row is None:
             return SQLResult(columns, [], stats={table.name: 0})
-        key = dict(zip(table.schema.pk_names, row.primary_key))
-        cells = row.columns
-        out = []
-        for _, c in plan.output:
-            v = key[c.name] if c.name in key else cells.get(c.name)
-            if v is not None and not fits(v, c.wtype):
-                raise ParameterInvalid(
-                    f"column {c.name!r} of table {table.name!r} is mapped as {c.sql_type} but "
-                    f"row {row.primary_key!r} holds {type(v).__name__} {v!r}")
-            out.append(v)
-        return SQLResult(columns, [tuple(out)], stats={table.name: 1})
+        out = _tuple(row.primary_key, row.columns, plan.output, table.schema.pk_names, table.name)
+        return SQLResult(columns, [out], stats={table.name: 1})
 
     def _explain(self, plan: QueryPlan, values: list) -> SQLResult:
         columns = [("table", "MEDIUMTEXT"), ("access", "MEDIUMTEXT"),
@@ -202,7 +224,7 @@ class SQLSession:
         for spec, a in zip(plan.scans, accesses):
             path = a.describe()
             if a.kind == "full":
-                cuts = self._boundaries(a)
+                cuts = None if spec.early else self._boundaries(a)
                 path += f" ({len(cuts) + 1} partitions in parallel)" if cuts else ""
             pushed = ["columns: " + (", ".join(c.name for c in spec.columns) or "(none)")]
             if a.used:
@@ -211,7 +233,11 @@ class SQLSession:
                 pushed.append(f"limit: {a.limit}")
             name = spec.mapping.name + (f" AS {spec.alias}" if spec.alias != spec.mapping.name else "")
             rows.append((name, path, "; ".join(pushed)))
-        rows.append(("(duckdb)", "runs the rest", plan.duck_sql))
+        if plan.direct and accesses[0].exact:
+            rows.append(("(no duckdb)", "rows read directly", "plain columns of exact key ranges"
+                         " (DuckDB runs it when max_scan_rows is None)"))
+        else:
+            rows.append(("(duckdb)", "runs the rest", plan.duck_sql))
         return SQLResult(columns, rows)
 
     def _point_fits(self, plan: QueryPlan, values: list) -> bool:
@@ -279,6 +305,19 @@ class SQLSession:
         if self._duck is not None:
             self._duck.close()
             self._duck = None
+
+
+def _tuple(pk: tuple, cells: dict, output: list, key_names: tuple, table: str) -> tuple:
+    """One output row of the direct paths, each value checked against its mapped type."""
+    out = []
+    for _, c in output:
+        v = pk[key_names.index(c.name)] if c.name in key_names else cells.get(c.name)
+        if v is not None and not fits(v, c.wtype):
+            raise ParameterInvalid(
+                f"column {c.name!r} of table {table!r} is mapped as {c.sql_type} but "
+                f"row {pk!r} holds {type(v).__name__} {v!r}; map it with the type it holds")
+        out.append(v)
+    return tuple(out)
 
 
 def bind_value(v: object, values: list) -> object:

@@ -90,17 +90,45 @@ def _first_line(e: Exception) -> str:
     return str(e).splitlines()[0]
 
 
-def _number_params(tree: exp.Expression) -> tuple[exp.Expression, int]:
-    count = 0
+def _number_params(tree: exp.Expression, body: str = "") -> tuple[exp.Expression, int]:
+    """Number the ``?`` of ``tree`` in the order they appear in the text (``$1``, ``$2``...).
 
-    def number(node: exp.Expression) -> exp.Expression:
-        nonlocal count
-        if isinstance(node, exp.Placeholder) and not node.this:
-            count += 1
-            return exp.Placeholder(this=str(count))
-        return node
+    sqlglot's tree holds clauses in its own order (LIMIT before WHERE), so the order
+    comes from the statement as MySQL writes it: clause order, except ``LIMIT a, b``
+    where the offset comes first in the text.
+    """
+    marks = [n for n in tree.find_all(exp.Placeholder) if not n.this]
+    if not marks:
+        return tree, 0
+    for k, node in enumerate(marks):
+        node.set("this", f"wtp{k}")
+    generated = tree.sql("mysql")
+    order = [int(m) for m in re.findall(r":wtp(\d+)", generated)]
+    comma_limits = iter(_comma_limits(body))
+    for m in re.finditer(r"LIMIT :wtp(\d+) OFFSET :wtp(\d+)", generated):
+        if next(comma_limits, False):
+            a, b = order.index(int(m.group(1))), order.index(int(m.group(2)))
+            order[a], order[b] = order[b], order[a]
+    position = {k: i + 1 for i, k in enumerate(order)}
+    for k, node in enumerate(marks):
+        node.set("this", str(position[k]))
+    return tree, len(marks)
 
-    return tree.transform(number), count
+
+def _comma_limits(body: str) -> list[bool]:
+    """For each LIMIT of ``body`` that takes two ``?``, whether it is written ``LIMIT ?, ?``."""
+    from sqlglot.tokens import TokenType
+    tokens = sqlglot.Dialect.get_or_raise("mysql").tokenize(body)
+    out = []
+    for i, t in enumerate(tokens):
+        if t.token_type == TokenType.LIMIT and i + 1 < len(tokens):
+            nxt = [x.token_type for x in tokens[i + 1:i + 4]]
+            if nxt[:1] == [TokenType.PLACEHOLDER]:
+                if nxt == [TokenType.PLACEHOLDER, TokenType.COMMA, TokenType.PLACEHOLDER]:
+                    out.append(True)
+                elif len(nxt) >= 3 and nxt[1] == TokenType.OFFSET:
+                    out.append(False)
+    return out
 
 
 def _table_name(node: exp.Expression | None) -> str:
@@ -114,7 +142,7 @@ def _table_name(node: exp.Expression | None) -> str:
 
 def _classify(tree: exp.Expression, body: str) -> Statement:
     if isinstance(tree, QUERY_TYPES):
-        tree, n = _number_params(tree)
+        tree, n = _number_params(tree, body)
         return Statement("query", query=tree, params=n)
     if isinstance(tree, exp.Copy):
         return _copy(tree)
@@ -124,7 +152,7 @@ def _classify(tree: exp.Expression, body: str) -> Statement:
         return _alter(tree)
     if isinstance(tree, exp.Describe):
         if isinstance(tree.this, QUERY_TYPES):
-            tree, n = _number_params(tree.this)
+            tree, n = _number_params(tree.this, body)
             return Statement("explain", query=tree, params=n)
         return Statement("describe", name=_table_name(tree.this))
     if isinstance(tree, exp.Show) and str(tree.name).upper() == "TABLES":
@@ -203,5 +231,5 @@ def _copy(tree: exp.Copy) -> Statement:
         fmt = "arrow"
     if fmt not in ("parquet", "arrow", "csv"):
         raise ParameterInvalid(f"COPY format must be parquet, arrow or csv, got {fmt!r}")
-    query, n = _number_params(query)
+    query, n = _number_params(query, tree.sql("mysql"))
     return Statement("copy", query=query, path=path, copy_format=fmt, params=n)

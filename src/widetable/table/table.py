@@ -422,6 +422,16 @@ class Table:
             time_range=time_range, filter=filter,
         )
 
+    def to_arrow(self, start: object = None, end: object = None, columns: list[str] | None = None):
+        """The newest version of each row in ``[start, end)`` as a ``pyarrow.Table``: the key
+        columns, then ``columns`` (default: the predefined columns and those the first
+        page holds). Types map INTEGER -> int64, DOUBLE -> float64, BOOLEAN -> bool,
+        STRING -> string, BINARY -> binary; a value that does not fit is OTSParameterInvalid
+        naming its row. ``widetable.sql.interchange`` streams the same as record batches.
+        (The Arrow code lives there, so pyarrow stays out of the row layer.)"""
+        from ..sql.interchange import table_to_arrow
+        return table_to_arrow(self, start, end, columns)
+
     def _range_bounds(self, start: object, end: object, reverse: bool) -> tuple[bytes, bytes]:
         pad = codec.INF_MAX if reverse else codec.INF_MIN
         s = self._bound(start, pad, inclusive_upper=reverse)
