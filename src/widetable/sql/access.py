@@ -216,8 +216,8 @@ def _ranges(m: _Match, types: tuple[str, ...]) -> tuple[list[tuple[tuple, tuple]
         end = prefix + ((_successor(hi, wtype) if hi_inc else hi),)
     else:
         end = prefix + (hi,) + ((INF_MAX if hi_inc else INF_MIN),) * rest
-    if start[col] is INF_MAX:
-        return [], []
+    if start[col] is INF_MAX or start == end:  # no key between them (k > 5 AND k < 6)
+        return [], []  # and get_range refuses equal bounds, as Tablestore does
     return [(start, end)], []
 
 

@@ -251,7 +251,7 @@ def batch_write_row(db: Database, req) -> object:
 
 def _written(db: Database, row: _Row, result: WriteResult) -> bytes:
     """The framed response of a row written off the plain-put path."""
-    table = db._tables[row.table]
+    table = db.table(row.table)
     read, write = write_cu(table, result.primary_key, row.cells, row.cond)
     data = returned_row(table, row.ret, result) if row.ret is not None else b""
     return _ok_row(_WROTE, read, write, data or None)
