@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 import struct
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import msgpack
 from google.protobuf.message import DecodeError, Message
@@ -57,6 +58,7 @@ class Case:
     frame: bytes | None = None  # native: the MessagePack as sent
     parts: list[Case] | None = None  # pipelined: the requests in ``data``, one answer each
     upgrade: bytes = b""  # native: an upgrade request sent before ``data``, in one write
+    abort: bool = False  # reset the connection right after sending, without reading
 
 
 def _pb_class(api: str):
@@ -206,12 +208,60 @@ def mutate_message(rng: random.Random, msg: Message, api: str | None, depth: int
         return
     if rng.random() < 0.2:
         msg.ClearField(name)
+    elif fd.type == fd.TYPE_BYTES and _nested_class(msg, name) and rng.random() < 0.8:
+        inner = _nested_class(msg, name)()
+        try:
+            inner.MergeFromString(getattr(msg, name))
+        except DecodeError:
+            pass
+        if depth < 8:
+            mutate_message(rng, inner, api, depth + 1)
+        setattr(msg, name, inner.SerializePartialToString())
     elif fd.type == fd.TYPE_BYTES and name in FILTER_FIELDS and rng.random() < 0.8:
         setattr(msg, name, mutate_filter(rng, getattr(msg, name) or base_filter(rng), depth + 1))
     elif fd.type == fd.TYPE_BYTES and msg.HasField(name) and rng.random() < 0.7:
         setattr(msg, name, _bytes_field(rng, getattr(msg, name)))
     else:
         setattr(msg, name, _scalar(rng, fd, api))
+
+
+# -- messages inside bytes fields (search queries) -----------------------------------------
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _by_type(enum: str, name_of) -> object:
+    def pick(msg: Message):
+        from tablestore.protobuf import search_pb2
+
+        try:
+            label = getattr(search_pb2, enum).Name(msg.type)
+        except ValueError:
+            return None
+        return getattr(search_pb2, name_of(label), None)
+    return pick
+
+
+_NESTED = {  # (message, bytes field) -> the message class its bytes hold, from the message
+    ("SearchRequest", "search_query"): lambda msg: _search_class("SearchQuery"),
+    ("ParallelScanRequest", "scan_query"): lambda msg: _search_class("ScanQuery"),
+    ("Query", "query"): _by_type("QueryType", _camel),
+    ("Aggregation", "body"): _by_type("AggregationType",
+                                      lambda n: _camel(n[4:]) + "Aggregation"),  # AGG_AVG
+    ("GroupBy", "body"): _by_type("GroupByType", _camel),  # GROUP_BY_FIELD -> GroupByField
+}
+
+
+def _search_class(name: str):
+    from tablestore.protobuf import search_pb2
+
+    return getattr(search_pb2, name)
+
+
+def _nested_class(msg: Message, name: str):
+    pick = _NESTED.get((msg.DESCRIPTOR.name, name))
+    return None if pick is None else pick(msg)
 
 
 # -- filters and conditions ----------------------------------------------------------------
@@ -392,8 +442,10 @@ class HttpMutator:
 
     KINDS = ("body_bytes", "body_random", "proto", "plainbuffer", "plainbuffer_reject", "truncated",
              "wrong_api", "headers", "unsigned", "bad_signature", "bad_md5", "framing",
-             "oversized", "upgrade", "pipelined")
-    WEIGHTS = (12, 4, 20, 16, 8, 5, 4, 6, 4, 3, 3, 8, 1, 3, 4)
+             "oversized", "upgrade", "pipelined", "abort")
+    WEIGHTS = (12, 4, 20, 16, 8, 5, 4, 6, 4, 3, 3, 8, 1, 3, 4, 2)
+    POOLED = frozenset({"BatchWriteRow", "BatchGetRow", "GetRange", "CreateTable", "DeleteTable",
+                        "StartLocalTransaction", "GetStreamRecord"})  # may run on the pool
     PIPELINED = ("body_bytes", "proto", "plainbuffer", "plainbuffer_reject", "unsigned", "bad_md5")
 
     def __init__(self, account: wire.Account, seeds: list[HttpSeed]) -> None:
@@ -584,6 +636,16 @@ class HttpMutator:
                     any(p.must_reject for p in parts), parts=parts)
 
 
+    def _abort(self, rng, seed):
+        """A request that may run on the worker pool, the connection reset before it is
+        answered: the answer then goes to a connection that is gone."""
+        seed = rng.choice([s for s in self.seeds if s.api in self.POOLED] or self.seeds)
+        body = seed.body if rng.random() < 0.5 else mutate_proto(rng, seed.api, seed.body)
+        case = self._signed("abort", seed.api, body)
+        case.abort = case.fresh = True
+        return case
+
+
 def _has_plainbuffer(seed: HttpSeed) -> bool:
     cls = _pb_class(seed.api)
     if cls is None:
@@ -703,15 +765,20 @@ def _deep(n: int) -> bytes:
     return b"\x91" * n + b"\xc0"
 
 
+FILTER_ARG = MappingProxyType({1: 6, 2: 9})  # op -> its filter's index (GET_ROW, GET_RANGE)
+CONDITION_ARG = MappingProxyType({3: 4, 4: 7, 5: 3})  # op -> its condition's (PUT, UPDATE, DELETE)
+
+
 class NativeMutator:
     """Cases of widetable's native protocol: frames on an upgraded connection."""
 
     KINDS = ("frame_bytes", "frame_struct", "frame_random", "frame_truncated", "frame_length",
-             "frame_oversized", "frame_deep", "frame_op", "frame_filter", "frame_pipelined")
-    WEIGHTS = (20, 35, 5, 8, 8, 1, 2, 6, 12, 5)
+             "frame_oversized", "frame_deep", "frame_op", "frame_filter", "frame_pipelined",
+             "frame_abort")
+    WEIGHTS = (20, 35, 5, 8, 8, 1, 2, 6, 12, 5, 2)
     PIPELINED = ("frame_bytes", "frame_struct", "frame_truncated", "frame_op", "frame_filter")
-    FILTER_ARG = {1: 6, 2: 9}  # op -> index of its filter (GET_ROW, GET_RANGE)
-    CONDITION_ARG = {3: 4, 4: 7, 5: 3}  # op -> index of its condition (PUT, UPDATE, DELETE_ROW)
+    FILTER_ARG = FILTER_ARG
+    CONDITION_ARG = CONDITION_ARG
 
     def __init__(self, seeds: list[NativeSeed]) -> None:
         self.frames = [s.frame for s in seeds]
@@ -789,6 +856,20 @@ class NativeMutator:
         if rng.random() < 0.5:
             case.upgrade, case.fresh = b"upgrade", True  # the sender writes the request
         return case
+
+    def _frame_abort(self, rng, frame, tree):
+        """Frames of calls that run on the pool (batches, stream reads, describe), the
+        connection reset before they are answered."""
+        pooled = [i for i, t in enumerate(self.trees) if t[0] in (6, 7, 9, 11, 12)]
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            i = rng.choice(pooled or range(len(self.frames)))
+            kind = rng.choice(("frame_struct", "frame_filter", "frame_op"))
+            parts.append(getattr(self, "_" + kind)(rng, self.frames[i], self.trees[i]))
+        for part in parts:
+            part.abort = True
+        return Case("native", "frame_abort", b"".join(p.data for p in parts), False,
+                    fresh=True, abort=True, parts=parts)
 
     def _frame_op(self, rng, frame, tree):
         tree = list(tree)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import random
 import struct
+from dataclasses import dataclass, field
 
 import fastcrc
-from dataclasses import dataclass, field
 
 HEADER = 0x75
 ROW_PK, ROW_DATA, CELL, CELL_NAME, CELL_VALUE, CELL_TYPE, CELL_TS = 1, 2, 3, 4, 5, 6, 7

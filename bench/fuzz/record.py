@@ -26,10 +26,12 @@ TABLES = {  # name -> primary key (the fuzz tables; their rows must survive the 
     "fz_a": [("k", "STRING"), ("n", "INTEGER")],
     "fz_b": [("h", "INTEGER"), ("r", "BINARY")],
     "fz_s": [("p", "STRING")],  # with a stream: the stream calls' seeds read it
+    "fz_q": [("id", "INTEGER")],  # with a search index: the search calls' seeds query it
 }
 LIVE = "fz_live"  # the valid clients' table, written throughout the run
 ABSENT = "fz_absent"  # the name DDL seeds use
 STREAMED = "fz_s"
+SEARCHED, SEARCH_INDEX = "fz_q", "fz_q_ix"
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +230,7 @@ def _sdk_workload(endpoint: str, account: wire.Account) -> None:
         DeleteRowItem(Row([("h", 99), ("r", bytearray(b"none"))]), Condition("IGNORE")),
     ]))
     ots.batch_write_row(req)
+    _search_workload(ots, attempt, ts)
     ots.list_table()
     ots.describe_table("fz_a")
     attempt(ots.describe_table, ABSENT)
@@ -242,6 +245,68 @@ def _sdk_workload(endpoint: str, account: wire.Account) -> None:
     tid = ots.start_local_transaction("fz_b", [("h", 6)])
     ots.abort_transaction(tid)
     attempt(ots.list_search_index, "fz_a")
+
+
+def _search_workload(ots, attempt, ts: int) -> None:
+    """Search-index calls of the SDK: create, describe, list, queries, aggregations, scans."""
+    import tablestore as ts_sdk
+    from tablestore import (
+        BoolQuery,
+        ColumnReturnType,
+        ColumnsToGet,
+        FieldSchema,
+        FieldSort,
+        FieldType,
+        MatchAllQuery,
+        MatchQuery,
+        PrefixQuery,
+        RangeQuery,
+        Row,
+        ScanQuery,
+        SearchIndexMeta,
+        SearchQuery,
+        Sort,
+        SortOrder,
+        TermQuery,
+        TermsQuery,
+        WildcardQuery,
+    )
+    from tablestore.aggregation import Count, Max, Sum
+    from tablestore.group_by import GroupByField, GroupByRange
+
+    for i in range(12):
+        ots.put_row(SEARCHED, Row([("id", i)], [("kw", ["a", "b", "c"][i % 3], ts), ("n", i, ts),
+                                                ("d", i / 2, ts), ("t", f"roast duck {i}", ts)]))
+    fields = [FieldSchema("kw", FieldType.KEYWORD, index=True, enable_sort_and_agg=True),
+              FieldSchema("n", FieldType.LONG, index=True, enable_sort_and_agg=True),
+              FieldSchema("d", FieldType.DOUBLE, index=True, enable_sort_and_agg=True),
+              FieldSchema("t", FieldType.TEXT, index=True,
+                          analyzer=ts_sdk.AnalyzerType.SINGLEWORD)]
+    attempt(ots.create_search_index, SEARCHED, SEARCH_INDEX, SearchIndexMeta(fields))
+    time.sleep(0.5)  # the index catches up with the rows
+    attempt(ots.describe_search_index, SEARCHED, SEARCH_INDEX)
+    attempt(ots.list_search_index, SEARCHED)
+    columns = ColumnsToGet(["kw", "n"], ColumnReturnType.SPECIFIED)
+    for query in (TermQuery("kw", "a"), MatchQuery("t", "duck"), RangeQuery("n", 2, 9),
+                  BoolQuery(must_queries=[RangeQuery("n", 1, 10, include_lower=True)],
+                            must_not_queries=[TermQuery("kw", "b")]),
+                  TermsQuery("kw", ["a", "c"]), PrefixQuery("kw", "a"), WildcardQuery("kw", "*b"),
+                  MatchAllQuery()):
+        attempt(ots.search, SEARCHED, SEARCH_INDEX,
+                SearchQuery(query, sort=Sort([FieldSort("n", SortOrder.DESC)]), limit=5,
+                            get_total_count=True), columns)
+    attempt(ots.search, SEARCHED, SEARCH_INDEX, SearchQuery(
+        MatchAllQuery(), limit=0, get_total_count=True,
+        aggs=[Sum("n", name="s"), Max("d", name="m"), Count("kw", name="c")],
+        group_bys=[GroupByField("kw", size=3, sub_aggs=[Sum("n", name="cs")], name="g"),
+                   GroupByRange("n", [(0, 5), (5, 100)], name="r")]))
+    splits = attempt(ots.compute_splits, SEARCHED, SEARCH_INDEX)
+    if splits is not None:
+        attempt(ots.parallel_scan, SEARCHED, SEARCH_INDEX, ScanQuery(
+            MatchAllQuery(), limit=5, next_token=None, current_parallel_id=0,
+            max_parallel=splits.splits_size),
+            splits.session_id, ColumnsToGet(return_type=ColumnReturnType.NONE))
+    attempt(ots.delete_search_index, ABSENT, "ix")
 
 
 def _stream_workload(endpoint: str, account: wire.Account, protocol: str) -> None:

@@ -106,7 +106,7 @@ def judge_http(case: Case, reply: wire.Reply) -> tuple[str, Finding | None]:
     if reply.timed_out:
         return "http timeout", Finding("hang", case.kind, "no answer and no close", case.data)
     if reply.status is None:
-        if case.half_close:
+        if case.half_close or case.abort:
             return "http closed", None
         return "http closed", Finding("dropped", case.kind, "closed without an answer", case.data)
     status = reply.status
@@ -134,7 +134,7 @@ def judge_native(case: Case, reply: wire.Reply) -> tuple[str, Finding | None]:
     if reply.timed_out:
         return "native timeout", Finding("hang", case.kind, "no answer and no close", case.data)
     if reply.frame is None:
-        if case.half_close:
+        if case.half_close or case.abort:
             return "native closed", None
         return "native closed", Finding("dropped", case.kind, "closed without an answer", case.data)
     try:
@@ -170,6 +170,12 @@ class Sender:
         """The answers to ``case``: one, or one per part of a pipelined case (fewer if the
         server closes first)."""
         wanted = len(case.parts) if case.parts else 1
+        if case.abort:
+            conn = wire.Conn(self.account, self.timeout) if case.protocol == "http" else \
+                wire.upgrade(self.account, self.timeout)
+            conn.send(case.data)
+            conn.reset()
+            return [wire.Reply(closed=True)]
         if case.protocol == "http":
             conn = wire.Conn(self.account, self.timeout) if case.fresh else self._http()
             ok = conn.send(case.data, case.half_close)
@@ -272,7 +278,7 @@ class Touched:
             self.row(table, tuple(pbuf.value_of(c) for c in row.pk))
 
     def add_native(self, frame: bytes) -> None:
-        request = msgpack.unpackb(frame, strict_map_key=False)
+        request = msgpack.unpackb(frame, strict_map_key=False, use_list=False)
         if request[0] == 7:
             for item in request[1] or ():
                 if isinstance(item, (list, tuple)) and len(item) >= 3:
@@ -403,6 +409,9 @@ def _fuzz(server: store.Server, seeds: tuple, options: Options,
                     report.findings.append(Finding("crash", case.kind, f"server died: {exc}",
                                                    case.data))
                     break
+            if case.abort:  # unanswered, so perhaps written: count it as if accepted
+                for part in case.parts or [case]:
+                    _note_write(part, report.touched, report)
             judge = judge_http if case.protocol == "http" else judge_native
             for part, reply in zip(case.parts or [case], replies, strict=False):
                 outcome, finding = judge(part, reply)
@@ -455,15 +464,20 @@ def _check_after(server: store.Server, before: dict, report: Report) -> None:
         report.findings += found
 
 
+def _native_op(frame: bytes) -> object:
+    return msgpack.unpackb(frame, strict_map_key=False, use_list=False)[0]
+
+
 def _note_write(case: Case, touched: Touched, report: Report) -> None:
-    if case.protocol == "http" and case.api in WRITE_APIS:
-        report.accepted_writes += 1
-        touched.add_http(case.api, case.body)
-    elif case.protocol == "native" and case.frame:
-        try:
-            op = msgpack.unpackb(case.frame, strict_map_key=False)[0]
-        except Exception:  # noqa: BLE001 - accepted, so it decodes
-            return
-        if op in NATIVE_WRITES:
+    """Record what an accepted (or unanswered) request may have written."""
+    try:
+        if case.protocol == "http" and case.api in WRITE_APIS:
+            touched.add_http(case.api, case.body)
             report.accepted_writes += 1
+        elif case.protocol == "native" and case.frame and _native_op(case.frame) in NATIVE_WRITES:
             touched.add_native(case.frame)
+            report.accepted_writes += 1
+    except Exception:  # noqa: BLE001 - a request the server took must decode here too
+        if not case.abort:  # an unanswered one need not: the server refused it then
+            report.harness_errors += 1
+            report.harness_error = report.harness_error or traceback.format_exc()

@@ -165,8 +165,9 @@ class LiveClients:
         return out
 
     def _run(self) -> None:
-        import widetable
         from tablestore import Condition, Row
+
+        import widetable
 
         endpoint = f"http://{self.account.host}:{self.account.port}"
         ots = sdk_client(endpoint, self.account)
@@ -204,8 +205,9 @@ class LiveClients:
 
 def check_serving(account: wire.Account) -> list[str]:
     """Fresh valid clients of both protocols write a row and read it back: what failed."""
-    import widetable
     from tablestore import Condition, Row
+
+    import widetable
 
     errors = []
     endpoint = f"http://{account.host}:{account.port}"

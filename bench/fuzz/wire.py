@@ -132,6 +132,14 @@ class Conn:
         except OSError:
             pass
 
+    def reset(self) -> None:
+        """Close with a TCP reset (SO_LINGER 0): the server's next write meets a dead peer."""
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        self.close()
+
     def send(self, data: bytes, half_close: bool = False) -> bool:
         try:
             self.sock.sendall(data)

@@ -118,3 +118,40 @@ def test_a_sub_filter_missing_required_fields_is_parameter_invalid(server) -> No
         assert row is None  # the put with the bad condition wrote nothing
     finally:
         ots.delete_table("fzf")
+
+
+def _post(account: wire.Account, api: str, body: bytes) -> wire.Reply:
+    conn = wire.Conn(account, timeout=10)
+    try:
+        conn.send(wire.http_request("/" + api, wire.sign(
+            account, api, wire.ots_headers(account, api, body)), body))
+        return conn.read_http()
+    finally:
+        conn.close()
+
+
+def test_malformed_messages_inside_search_requests_are_parameter_invalid(server) -> None:
+    """A search query (a protobuf message carried in a bytes field, and each query inside
+    it in another) that does not parse raised protobuf's DecodeError inside the handler:
+    500 OTSInternalServerError and a traceback in the log. It is now 400
+    OTSParameterInvalid, like a body that does not parse."""
+    from tablestore import CapacityUnit, ReservedThroughput, TableMeta, TableOptions
+    from tablestore.protobuf import search_pb2 as s
+
+    account = _account(server)
+    ots = serving.official_client(server.endpoint, "v2", "widetable-tests-sdk")
+    ots.create_table(TableMeta("fzs", [("k", "STRING")]), TableOptions(),
+                     ReservedThroughput(CapacityUnit(0, 0)))
+    try:
+        term = s.SearchQuery(query=s.Query(type=s.TERM_QUERY, query=b"\xff")).SerializeToString()
+        for api, body in (
+            ("Search", s.SearchRequest(table_name="fzs", index_name="ix",
+                                       search_query=b"\x0a\xff")),
+            ("Search", s.SearchRequest(table_name="fzs", index_name="ix", search_query=term)),
+            ("ParallelScan", s.ParallelScanRequest(table_name="fzs", index_name="ix",
+                                                   scan_query=b"\x0a\xff", session_id=b"x")),
+        ):
+            reply = _post(account, api, body.SerializePartialToString())
+            assert _error(reply) == (400, "OTSParameterInvalid"), (api, reply)
+    finally:
+        ots.delete_table("fzs")

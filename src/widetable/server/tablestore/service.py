@@ -229,6 +229,9 @@ class TablestoreService:
             return 200, response.SerializeToString(), None
         except WidetableError as exc:
             return status_of(exc.code), error_body(exc.code, wire_message(exc)), None
+        except DecodeError as exc:  # a message inside a bytes field (a search query, ...)
+            bad = WidetableError(f"malformed {api} request body: {exc}", "OTSParameterInvalid")
+            return status_of(bad.code), error_body(bad.code, wire_message(bad)), None
         except Exception:  # noqa: BLE001 - a bug: logged with its traceback, answered 500
             return self._internal_error("serving", api)
 
