@@ -14,7 +14,8 @@ keep using it, and checks four properties:
 * nothing is written: a raw dump of every key before and after the run differs
   only where an accepted request could have written (a mutation may be valid by
   chance; such writes are recorded and their rows checked one by one, and
-  mutations that must be rejected are flagged if accepted);
+  mutations that must be rejected are flagged if accepted, among them every
+  write sent with the read-only key the server is given);
 * valid clients (the official SDK and ``widetable.connect``) are served during
   and after the run, and read back what they wrote.
 

@@ -43,6 +43,9 @@ DDL = frozenset({"CreateTable", "DeleteTable", "UpdateTable", "CreateIndex", "Dr
 WRITE_APIS = frozenset({"PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow", "CommitTransaction",
                         *DDL})
 NATIVE_WRITES = frozenset({3, 4, 5, 7})  # PUT_ROW, UPDATE_ROW, DELETE_ROW, BATCH_WRITE_ROW
+# What a read-only key must never get done: writes, and changes to the catalog.
+REFUSED_TO_READERS = frozenset({"PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow", *DDL,
+                                "CreateSearchIndex", "UpdateSearchIndex", "DeleteSearchIndex"})
 
 
 @dataclass(slots=True)
@@ -59,6 +62,8 @@ class Case:
     parts: list[Case] | None = None  # pipelined: the requests in ``data``, one answer each
     upgrade: bytes = b""  # native: an upgrade request sent before ``data``, in one write
     abort: bool = False  # reset the connection right after sending, without reading
+    reader: bool = False  # signed (or upgraded) with the read-only key
+    trickle: bool = False  # sent a few bytes at a time, so the server reads it in pieces
 
 
 def _pb_class(api: str):
@@ -448,8 +453,9 @@ class HttpMutator:
                         "StartLocalTransaction", "GetStreamRecord"})  # may run on the pool
     PIPELINED = ("body_bytes", "proto", "plainbuffer", "plainbuffer_reject", "unsigned", "bad_md5")
 
-    def __init__(self, account: wire.Account, seeds: list[HttpSeed]) -> None:
-        self.account = account
+    def __init__(self, account: wire.Account, seeds: list[HttpSeed],
+                 reader: wire.Account | None = None) -> None:
+        self.account, self.reader = account, reader
         self.seeds = seeds + generated_seeds()
         self.bodies = [s.body for s in self.seeds]
         self.with_rows = [s for s in self.seeds if _has_plainbuffer(s)]
@@ -464,11 +470,14 @@ class HttpMutator:
 
     def _signed(self, kind: str, api: str, body: bytes, must_reject: bool = False,
                 extra: dict | None = None, path: str | None = None) -> Case:
-        headers = wire.ots_headers(self.account, api, body)
-        headers = wire.sign(self.account, api, headers, v4=self._v4 and self._rng.random() < 0.3)
+        reader = self.reader is not None and self._rng.random() < 0.1
+        account = self.reader if reader else self.account
+        headers = wire.ots_headers(account, api, body)
+        headers = wire.sign(account, api, headers, v4=self._v4 and self._rng.random() < 0.3)
         headers.update(extra or {})
         data = wire.http_request(path or "/" + api, headers, body)
-        return Case("http", kind, data, must_reject, api=api, body=body)
+        must_reject = must_reject or (reader and api in REFUSED_TO_READERS)
+        return Case("http", kind, data, must_reject, api=api, body=body, reader=reader)
 
     def _body_bytes(self, rng, seed):
         return self._signed("body_bytes", seed.api, mutate_bytes(rng, seed.body, self.bodies))
@@ -887,5 +896,26 @@ class Mix:
     counts: dict = field(default_factory=dict)
 
     def case(self, rng: random.Random) -> Case:
-        side = self.native if rng.random() < self.native_share else self.http
-        return side.case(rng)
+        case = self._case(rng)
+        if len(case.data) < 600 and not case.abort and rng.random() < 0.03:
+            case.trickle = True
+        return case
+
+    def _case(self, rng: random.Random) -> Case:
+        if rng.random() >= self.native_share:
+            return self.http.case(rng)
+        case = self.native.case(rng)
+        if self.http.reader is not None and rng.random() < 0.1:  # on a read-only connection
+            case.reader = True
+            for part in case.parts or [case]:
+                part.reader = True
+                part.must_reject = part.must_reject or _native_write(part.frame)
+            case.must_reject = any(p.must_reject for p in case.parts or [case])
+        return case
+
+
+def _native_write(frame: bytes | None) -> bool:
+    try:
+        return msgpack.unpackb(frame, use_list=False, strict_map_key=False)[0] in NATIVE_WRITES
+    except Exception:  # noqa: BLE001 - not a call at all: refused whoever sends it
+        return False

@@ -50,6 +50,7 @@ from .mutate import (
 )
 
 KEY_ID, SECRET, INSTANCE = "fuzz-key", "fuzz-secret", "widetable"
+READER_ID, READER_SECRET = "fuzz-reader", "fuzz-reader-secret"  # a read-only key
 TEXT_OF_EXCEPTIONS = ("Traceback", "internal error", "Exception", 'File "')
 BUSY_CODES = frozenset({"OTSServerBusy", "OTSServerUnavailable", "OTSTooManyConnections"})
 
@@ -161,8 +162,11 @@ def judge_native(case: Case, reply: wire.Reply) -> tuple[str, Finding | None]:
 class Sender:
     """Sends cases over kept connections (one HTTP, one native), opening fresh ones as needed."""
 
-    def __init__(self, account: wire.Account, timeout: float) -> None:
+    def __init__(self, account: wire.Account, timeout: float,
+                 reader: wire.Account | None = None) -> None:
         self.account, self.timeout = account, timeout
+        self.reader = reader or account
+        self.native_reader: wire.Conn | None = None
         self.http: wire.Conn | None = None
         self.native: wire.Conn | None = None
 
@@ -170,15 +174,16 @@ class Sender:
         """The answers to ``case``: one, or one per part of a pipelined case (fewer if the
         server closes first)."""
         wanted = len(case.parts) if case.parts else 1
+        account = self.reader if case.reader else self.account
         if case.abort:
-            conn = wire.Conn(self.account, self.timeout) if case.protocol == "http" else \
-                wire.upgrade(self.account, self.timeout)
+            conn = wire.Conn(account, self.timeout) if case.protocol == "http" else \
+                wire.upgrade(account, self.timeout)
             conn.send(case.data)
             conn.reset()
             return [wire.Reply(closed=True)]
         if case.protocol == "http":
-            conn = wire.Conn(self.account, self.timeout) if case.fresh else self._http()
-            ok = conn.send(case.data, case.half_close)
+            conn = wire.Conn(account, self.timeout) if case.fresh else self._http()
+            ok = conn.send(case.data, case.half_close, case.trickle)
             replies = []
             for _ in range(wanted):
                 reply = conn.read_http()
@@ -193,14 +198,16 @@ class Sender:
                 self._drop(conn)
             return replies
         if case.upgrade:
-            conn = wire.Conn(self.account, self.timeout)
-            conn.send(wire.upgrade_request(self.account) + case.data, case.half_close)
+            conn = wire.Conn(account, self.timeout)
+            conn.send(wire.upgrade_request(account) + case.data, case.half_close,
+                      case.trickle)
             if conn.read_http().status != 101:
                 conn.close()
                 raise ConnectionError("the upgrade, with frames behind it, was refused")
         else:
-            conn = wire.upgrade(self.account, self.timeout) if case.fresh else self._native()
-            conn.send(case.data, case.half_close)
+            conn = wire.upgrade(account, self.timeout) if case.fresh else \
+                self._native(case.reader)
+            conn.send(case.data, case.half_close, case.trickle)
         replies = []
         for _ in range(wanted):
             replies.append(conn.read_frame())
@@ -216,19 +223,25 @@ class Sender:
             self.http = None
         if conn is self.native:
             self.native = None
+        if conn is self.native_reader:
+            self.native_reader = None
 
     def _http(self) -> wire.Conn:
         if self.http is None or self.http.dead:
             self.http = wire.Conn(self.account, self.timeout)
         return self.http
 
-    def _native(self) -> wire.Conn:
+    def _native(self, reader: bool = False) -> wire.Conn:
+        if reader:
+            if self.native_reader is None or self.native_reader.dead:
+                self.native_reader = wire.upgrade(self.reader, self.timeout)
+            return self.native_reader
         if self.native is None or self.native.dead:
             self.native = wire.upgrade(self.account, self.timeout)
         return self.native
 
     def close(self) -> None:
-        for conn in (self.http, self.native):
+        for conn in (self.http, self.native, self.native_reader):
             if conn is not None:
                 conn.close()
 
@@ -354,14 +367,17 @@ def run(requests: int, seed: int = 0, timeout: float = 10.0, workdir: Path | Non
     shutil.rmtree(data, ignore_errors=True)  # a fresh store each run
     log.unlink(missing_ok=True)
     report = Report()
-    server = store.Server(data, log, KEY_ID, SECRET)
+    keys = workdir / "keys.toml"
+    keys.write_text(f'[access_keys]\n{READER_ID} = {{ secret = "{READER_SECRET}", '
+                    f'read_only = true }}\n')
+    server = store.Server(data, log, KEY_ID, SECRET, "--keys", str(keys))
     try:
         seeds = record.record(_account(server))
     finally:
         server.stop()
     report.seeds = (len(seeds[0]), len(seeds[1]))
     before = store.raw_dump(data)
-    server = store.Server(data, log, KEY_ID, SECRET)
+    server = store.Server(data, log, KEY_ID, SECRET, "--keys", str(keys))
     try:
         _fuzz(server, seeds, options, progress, report)
         _check_after(server, before, report)
@@ -385,11 +401,12 @@ def _fuzz(server: store.Server, seeds: tuple, options: Options,
     account = _account(server)
     report.log_start = server.log.stat().st_size
     report.rows_before = {t: store.logical_dump(account, t) for t in record.TABLES}
-    mix = Mix(HttpMutator(account, seeds[0]), NativeMutator(seeds[1]))
+    reader = wire.Account(account.host, account.port, READER_ID, READER_SECRET, INSTANCE)
+    mix = Mix(HttpMutator(account, seeds[0], reader), NativeMutator(seeds[1]))
     clients = store.LiveClients(account)
     if options.live:
         clients.start()
-    sender = Sender(account, options.timeout)
+    sender = Sender(account, options.timeout, reader)
     rng = random.Random(options.seed)
     t0 = time.monotonic()
     try:
@@ -401,6 +418,8 @@ def _fuzz(server: store.Server, seeds: tuple, options: Options,
                 report.harness_error = report.harness_error or traceback.format_exc()
                 continue
             report.kinds[f"{case.protocol} {case.kind}"] += 1
+            if case.trickle:
+                report.kinds[f"{case.protocol} (trickled)"] += 1
             try:
                 replies = sender.send(case)
             except OSError as exc:  # the connection or the upgrade failed: the server is gone?

@@ -51,7 +51,11 @@ class LoopState:
 
 @dataclass(frozen=True, slots=True)
 class IndexDescription:
-    """One index as ``describe_table`` lists it. ``lag_ms`` is None for a local index."""
+    """One index as ``describe_table`` lists it. ``lag_ms`` is None for a local index.
+
+    ``primary_key`` is the key as declared; ``base_key``, the base table's key columns
+    the index appends after it (so each entry is unique): the index's rows are keyed by
+    ``primary_key + base_key``."""
 
     name: str
     index_type: str
@@ -68,6 +72,7 @@ class IndexDescription:
     # Rows the index cannot hold (a key value over the key limits, such as a string
     # over 1 KB): a global index skips them, and counts them here.
     too_long_rows: int = 0
+    base_key: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,7 +57,8 @@ def test_tables_on_empty_store(cli):
 def test_create_table_errors(cli):
     cli("create-table", "t", "--pk", "k:STRING")
     err = cli("create-table", "t", "--pk", "k:STRING", code=1).stderr
-    assert err.startswith("Error [OTSObjectAlreadyExist]: table 't' already exists")
+    assert err.startswith("Error [OTSObjectAlreadyExist]: Requested table already exists.")
+    assert "'t'" in err
     assert (
         "Error [OTSParameterInvalid]" in cli("create-table", "u", "--pk", "k:FLOAT", code=1).stderr
     )
@@ -75,7 +76,8 @@ def test_drop_table_confirms(cli):
     assert "t\t" in cli("tables").stdout
     assert "Dropped table t" in cli("drop-table", "t", input="y\n").stdout
     err = cli("drop-table", "t", "--yes", code=1).stderr
-    assert err.startswith("Error [OTSObjectNotExist]: table 't' does not exist")
+    assert err.startswith("Error [OTSObjectNotExist]: Requested table does not exist.")
+    assert "'t'" in err
 
 
 def test_missing_store_is_not_created(cli):

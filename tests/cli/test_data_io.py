@@ -219,7 +219,8 @@ def test_file_and_table_errors(orders, tmp_path):
     path = tmp_path / "ok.jsonl"
     path.write_text('{"pk": ["a", 1]}\n')
     err = orders("import", "nope", str(path), code=1).stderr
-    assert err.startswith("Error [OTSObjectNotExist]: table 'nope' does not exist")
+    assert err.startswith("Error [OTSObjectNotExist]: Requested table does not exist.")
+    assert "'nope'" in err
     assert orders("export", "nope", str(tmp_path / "o.jsonl"), code=1).stderr.startswith(
         "Error [OTSObjectNotExist]"
     )

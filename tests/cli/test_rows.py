@@ -96,7 +96,8 @@ def test_library_errors_exit_1(orders):
     err = orders("put", "t", "--pk", '["c1", "x"]', "--col", "a=1", code=1).stderr
     assert err.startswith("Error [OTSInvalidPK]: ")
     err = orders("put", "nope", "--pk", '["c1", 1]', "--col", "a=1", code=1).stderr
-    assert err == "Error [OTSObjectNotExist]: table 'nope' does not exist\n"
+    assert err == ("Error [OTSObjectNotExist]: Requested table does not exist. No table or "
+                   "index 'nope'\n")
     err = orders("put", "t", "--pk", '["c1", 1]', "--col", "bad-name=1", code=1).stderr
     assert err.startswith("Error [OTSParameterInvalid]: invalid column name 'bad-name'")
     err = orders(

@@ -42,14 +42,15 @@ def documented_prefixes() -> list[tuple[int, str]]:
 def test_prefixes_are_drawn_in_sort_order() -> None:
     drawn = documented_prefixes()
     assert drawn == [
-        (0x01, "catalog"), (0x02, "counters"), (0x03, "partitions"), (0x04, "statistics"),
+        (0x00, "store metadata"), (0x01, "catalog"), (0x02, "counters"), (0x03, "partitions"),
+        (0x04, "statistics"),
         (0x05, "auto-increment"), (0x06, "change log"), (0x07, "checkpoints"),
         (0x08, "index refs"), (0x0A, "search indexes"), (0x0B, "SQL mapping tables"),
         (0x10, "table rows"),
     ]
     assert [b for b, _ in drawn] == sorted(b for b, _ in drawn)
     assert [bytes([b]) for b, _ in drawn] == [
-        layout.CATALOG, layout.COUNTERS, layout.PARTITIONS, layout.STATS,
+        layout.META, layout.CATALOG, layout.COUNTERS, layout.PARTITIONS, layout.STATS,
         layout.AUTO_INCREMENT, layout.CHANGE_LOG, layout.CHECKPOINTS, layout.INDEX_REFS,
         layout.SEARCH_INDEXES, layout.SQL_MAPPINGS, layout.ROWS,
     ]
@@ -147,9 +148,10 @@ PRETTY_GOLDEN: list[tuple[bytes, str]] = [
     (layout.change_log_key(7, 2, 42), "/ChangeLog/7/2/42"),
     (layout.checkpoint_key(9, 2), "/Checkpoint/9/2"),
     (layout.index_ref_key(9, encode_tuple(("u1", 42))), '/IndexRef/9/"u1"/42'),
+    (layout.FORMAT_VERSION_KEY, "/Meta/'format_version'"),
+    (b"\x00", "/Meta/''"),
     (layout.sql_mapping_key("orders"), "/SQLMapping/'orders'"),
     # Unassigned and reserved prefixes.
-    (b"\x00", "/Raw/00"),
     (b"\x03abc", "/Raw/03616263"),
     (b"\x0f", "/Raw/0f"),
     (b"\x11\x00", "/Raw/1100"),
@@ -171,3 +173,85 @@ def test_pretty_renders_any_bytes(key: bytes) -> None:
 def test_pretty_row_keys_of_integers(table_id: int, pk: list[int]) -> None:
     key = layout.row_key(table_id, encode_tuple(pk))
     assert layout.pretty(key) == f"/Table/{table_id}/r/" + "/".join(map(str, pk))
+
+
+# --- change log, checkpoints, index refs, store metadata: golden bytes -------------------
+
+KEY_GOLDEN: list[tuple[str, bytes, str]] = [
+    ("format version", layout.FORMAT_VERSION_KEY, "00666f726d61745f76657273696f6e"),
+    ("meta key", layout.meta_key("format_version"), "00666f726d61745f76657273696f6e"),
+    ("change-log prefix", layout.change_log_prefix(7), "0600000007"),
+    ("change-log key", layout.change_log_key(7, 2, 42), "060000000700000002000000000000002a"),
+    ("change-log encoder", layout.change_log_encoder(7)(2, 42),
+     "060000000700000002000000000000002a"),
+    ("shard range start", layout.change_log_range(7, 2, 41)[0],
+     "060000000700000002000000000000002a"),
+    ("shard range end", layout.change_log_range(7, 2, 41)[1], "060000000700000003"),
+    ("shards from 2", layout.change_log_shards_from(7, 2)[0], "060000000700000002"),
+    ("shards from 2, end", layout.change_log_shards_from(7, 2)[1], "0600000008"),
+    ("checkpoint key", layout.checkpoint_key(9, 2), "070000000900000002"),
+    ("index ref", layout.index_ref_key(9, encode_tuple(("u1", 42))),
+     "08000000090275310015800000000000002a"),
+    ("index refs of rows", layout.index_ref_keys(9, [layout.row_key(7, encode_tuple(("u1", 42)))])[0],
+     "08000000090275310015800000000000002a"),
+]
+
+
+@pytest.mark.parametrize(("what", "key", "hex_"), KEY_GOLDEN, ids=[w for w, _, _ in KEY_GOLDEN])
+def test_key_golden(what: str, key: bytes, hex_: str) -> None:
+    assert key.hex() == hex_
+
+
+def test_change_log_and_checkpoint_keys_decode() -> None:
+    key = layout.change_log_key(7, 2, 42)
+    assert layout.decode_change_log_key(key) == (7, 2, 42)
+    assert (layout.change_log_shard(key), layout.change_log_seq(key)) == (2, 42)
+    assert layout.decode_checkpoint_key(layout.checkpoint_key(9, 3)) == (9, 3)
+    assert layout.decode_row_pk(layout.row_key(7, encode_tuple(("u1", 42)))) == ("u1", 42)
+
+
+@given(table_ids, st.integers(0, 2**32 - 1), st.integers(0, 2**64 - 2))
+def test_change_log_keys_round_trip_and_sit_in_their_ranges(table_id: int, shard: int,
+                                                            seq: int) -> None:
+    key = layout.change_log_key(table_id, shard, seq)
+    assert layout.change_log_encoder(table_id)(shard, seq) == key
+    assert layout.decode_change_log_key(key) == (table_id, shard, seq)
+    assert contains(layout.change_log_range(table_id), key)
+    assert contains(layout.change_log_range(table_id, shard), key)
+    assert contains(layout.change_log_range(table_id, shard, seq - 1), key)
+    assert not contains(layout.change_log_range(table_id, shard, seq), key)
+    assert contains(layout.change_log_shards_from(table_id, shard), key)
+    if shard < 2**32 - 1:
+        assert not contains(layout.change_log_shards_from(table_id, shard + 1), key)
+
+
+@given(table_ids, pk_tuples)
+def test_an_index_ref_of_a_row_key_is_the_ref_of_its_encoded_key(index_id: int, pk: tuple) -> None:
+    encoded = encode_tuple(pk)
+    assert layout.index_ref_keys(index_id, [layout.row_key(3, encoded)]) == [
+        layout.index_ref_key(index_id, encoded)]
+    assert contains(layout.index_ref_range(index_id), layout.index_ref_key(index_id, encoded))
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
+def test_checkpoint_range_holds_every_shard(consumer_id: int, shard: int) -> None:
+    assert contains(layout.checkpoint_range(consumer_id), layout.checkpoint_key(consumer_id, shard))
+    if consumer_id < 2**32 - 1:
+        assert not contains(layout.checkpoint_range(consumer_id),
+                            layout.checkpoint_key(consumer_id + 1, 0))
+
+
+def test_ranges_of_fixed_width_ids_reach_the_top_shard_and_seq() -> None:
+    """Regression: ``prefix + 0xFF`` ended the ranges below shard 0xFF000000 (and seq
+    0xFF00...), so such keys fell outside their table's log range."""
+    top = layout.change_log_key(5, 2**32 - 1, 2**64 - 1)
+    assert contains(layout.change_log_range(5), top)
+    assert contains(layout.change_log_range(5, 2**32 - 1), top)
+    assert contains(layout.change_log_range(2**32 - 1), layout.change_log_key(2**32 - 1, 7, 7))
+    assert layout.change_log_range(2**32 - 1)[1] == b"\x07"
+    assert contains(layout.checkpoint_range(5), layout.checkpoint_key(5, 2**32 - 1))
+
+
+def test_store_metadata_sorts_before_the_catalog() -> None:
+    assert layout.FORMAT_VERSION_KEY < layout.catalog_range()[0]
+    assert not contains(layout.catalog_range(), layout.FORMAT_VERSION_KEY)

@@ -151,7 +151,7 @@ def test_trim_keeps_records_the_last_commit_does_not_cover(db):
     while not st.ckpt and time.time() < deadline:  # applied, not committed
         time.sleep(0.01)
     (shard, applied), = st.ckpt.items()
-    keep = db._indexes.consumers[t.schema.table_id]
+    keep = {c.name: c.checkpoint for c in db._ctx.changelog.consumers(t) if c.holds_log}
     (limit,) = [fn(shard) for fn in keep.values()]
     assert limit < applied
     assert db.wait_for_search_indexes("t", "i")

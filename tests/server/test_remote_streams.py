@@ -350,7 +350,8 @@ def test_describe_table_from_a_widetable_server_is_the_embedded_one(in_process):
             (p.id, p.start, p.end, p.state) for p in mine.partitions]
         assert [(p.id, p.start) for p in theirs.partitions] == [(2, None), (3, "d"), (1, "m")]
         [ix] = theirs.indexes
-        assert (ix.name, ix.index_type, ix.primary_key, ix.lag_ms) == ("ix", "GLOBAL", ("c", "k", "s"), 0)
+        assert (ix.name, ix.index_type, ix.primary_key, ix.base_key, ix.lag_ms) == (
+            "ix", "GLOBAL", ("c",), ("k", "s"), 0)
         # Tablestore's DescribeTable carries less: no partitions, no lag, hours of retention.
         reduced = plain.describe_table("t")
         assert (reduced.partitions, reduced.indexes[0].lag_ms, reduced.stream_retention) == ([], None, 7200)

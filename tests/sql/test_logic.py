@@ -1,6 +1,9 @@
 """SQL behaviour as data files, as DuckDB's sqllogictest: ``logic/<feature>/*.test``.
 
-Each file runs on a fresh store (both engines). Records, separated by blank lines:
+Each file runs on a fresh store (both engines), embedded (``db.sql``) and through the
+official SDK's ``exe_sql_query`` on a server of the same store (the SDK's rows carry no
+SQL types, so ``columns`` records are checked embedded only). Records, separated by
+blank lines:
 
 * ``load <dataset>``           -- write a data set of ``datasets.py`` (data tables and rows);
 * ``statement ok`` + SQL       -- the statement succeeds;
@@ -16,9 +19,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import threading
+
 import pytest
 
 from widetable import WidetableError
+from widetable.server import KeyStore, WidetableServer
 
 from .datasets import DATASETS
 
@@ -65,8 +71,41 @@ def split(block: list[str]) -> tuple[str, list[str]]:
     return "\n".join(block[1:]), []
 
 
+class SDK:
+    """``db.sql``'s shape over the official SDK: ``.sql(text).rows``; errors as WidetableError."""
+
+    columns = None
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    def sql(self, text: str) -> SDK:
+        from tablestore import OTSServiceError
+        try:
+            rows, _, _ = self.client.exe_sql_query(text)
+        except OTSServiceError as exc:
+            raise WidetableError(exc.get_error_message(), exc.get_error_code()) from None
+        self.rows = [tuple(v for _, v in r.attribute_columns) for r in rows]
+        return self
+
+
+@pytest.fixture(params=["embedded", "sdk"])
+def runner(request, db):
+    if request.param == "embedded":
+        yield db
+        return
+    from tests.server import serving
+    server = WidetableServer(db, KeyStore({serving.ACCESS_KEY_ID: serving.ACCESS_KEY_SECRET}),
+                             port=0)
+    threading.Thread(target=server.serve_forever, name="sql-logic-serve", daemon=True).start()
+    try:
+        yield SDK(serving.official_client(f"http://127.0.0.1:{server.port}", "v4", "sql-logic"))
+    finally:
+        server.drain(5)
+
+
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(LOGIC)) for p in FILES])
-def test_logic(db, engine_name: str, path: Path) -> None:
+def test_logic(db, runner, engine_name: str, path: Path) -> None:
     instance = "store" if engine_name == "rocksdb" else "memory"  # the store's directory name
     for line, block in records(path):
         head = block[0].split()
@@ -75,24 +114,26 @@ def test_logic(db, engine_name: str, path: Path) -> None:
         if head[0] == "load":
             DATASETS[head[1]](db)
         elif head[0] == "statement" and head[1] == "ok":
-            db.sql(sql).rows
+            runner.sql(sql).rows
         elif head[0] == "statement" and head[1] == "error":
             with pytest.raises(WidetableError) as info:
-                db.sql(sql).rows
+                runner.sql(sql).rows
             assert info.value.code == head[2], f"{where}: {info.value}"
             text = " ".join(block[0].split(None, 3)[3:])
             assert text in info.value.message, f"{where}: {info.value.message!r}"
         elif head[0] == "query":
-            got = ["\t".join(render(v) for v in row) for row in db.sql(sql).rows]
+            got = ["\t".join(render(v) for v in row) for row in runner.sql(sql).rows]
             if len(head) > 1 and head[1] == "rowsort":
                 got, expected = sorted(got), sorted(expected)
             assert got == expected, f"{where}: {sql}"
         elif head[0] == "columns":
+            if runner is not db:
+                continue
             got = [f"{n} {t}" for n, t in db.sql(sql).columns]
             expected = [e.replace("<instance>", instance) for e in expected]
             assert got == expected, f"{where}: {sql}"
         elif head[0] == "explain":
-            text = "\n".join(" | ".join(map(str, r)) for r in db.sql("EXPLAIN " + sql).rows)
+            text = "\n".join(" | ".join(map(str, r)) for r in runner.sql("EXPLAIN " + sql).rows)
             for want in expected:
                 assert want in text, f"{where}: {want!r} not in\n{text}"
         else:

@@ -7,14 +7,15 @@ from __future__ import annotations
 import pytest
 
 from widetable import (
+    EXPECT_EXIST,
     INF_MAX,
     INF_MIN,
-    EXPECT_EXIST,
     CompositeFilter,
     Condition,
     SingleColumnRegexFilter,
     WidetableError,
     col,
+    parse_filter,
 )
 
 ROWS = {
@@ -113,7 +114,7 @@ def test_in_composites_and_conditions(t) -> None:
     (lambda: col("info").regex(b"x", "STRING") == "x", "b'x'"),
     (lambda: col("info").regex("x" * 1025) == "x", "longer than 1024"),
     (lambda: col("info").regex("x", "BOOLEAN") == 1, "BOOLEAN"),
-    (lambda: col("info").regex("x", "INTEGER") == None, "None"),  # noqa: E711
+    (lambda: col("info").regex("x", "INTEGER") == None, "None"),
     (lambda: col("info").regex("x").eq(1, pass_if_missing="yes"), "'yes'"),
     (lambda: SingleColumnRegexFilter("info", "~", 1, "x"), "'~'"),
 ])
@@ -142,3 +143,17 @@ def test_a_composite_filter_holds_at_most_10_sub_filters(t, db) -> None:
     assert matching(t, CompositeFilter("AND", ten)) == ["a"]
     nested = CompositeFilter("OR", [CompositeFilter("AND", ten), col("n") == 8])
     assert matching(t, nested) == ["a", "h"]
+
+
+def test_parse_filter_reads_regex_rules(t) -> None:
+    f = parse_filter("regex(info, 'lastupdatetime:([0-9]+)', 'INTEGER') > 12345 and n < 5")
+    assert f == (col("info").regex("lastupdatetime:([0-9]+)", "INTEGER") > 12345) & (col("n") < 5)
+    assert matching(t, f) == ["c"]
+    assert parse_filter("'other' == regex(info, 'cluster_name:([a-z]+)')") == (
+        col("info").regex("cluster_name:([a-z]+)") == "other")
+    for bad in ("regex(info) > 1", "regex(info, 5) > 1", "regex('info', 'x') > 1",
+                "regex(info, 'x', cast='INTEGER') > 1", "regex(info, 'x', 'BOOL') > 1",
+                "regex(info, '(') == 'a'"):
+        with pytest.raises(WidetableError) as info:
+            parse_filter(bad)
+        assert info.value.code == "OTSParameterInvalid", bad

@@ -164,8 +164,8 @@ def test_primary_key_value_1kb_limit(db, t) -> None:
     for pk in [("s" * 1025, 1, b""), ("é" * 513, 1, b""), ("a", 1, b"\x00" * 1025)]:
         size = 1025 if len(pk[0]) != 513 else 1026
         column = "s" if len(pk[2]) < 1025 else "b"
-        named = [f"The length of primary key column: '{column}' exceeds the MaxLength:1024 "
-                 f"with CurrentLength:{size}.", fragment(pk[0] if column == "s" else pk[2])]
+        named = [(f"The length of primary key column: '{column}' exceeds the MaxLength:1024 "
+                  f"with CurrentLength:{size}."), fragment(pk[0] if column == "s" else pk[2])]
         for call in ((t.put_row, pk, {"x": 1}), (t.get_row, pk), (t.delete_row, pk),
                      (t.get_range, pk, INF_MAX)):
             err = rejects(db, "OTSParameterInvalid", *call, names=named)

@@ -123,9 +123,11 @@ def test_by_id(db, t):
     other.put_row(("u1", "b"), {"x": 1})
     db.abort_transaction(other.transaction_id)
     assert t.get_row(("u1", "b")) is None
-    for call in (lambda: db.commit_transaction(txn.transaction_id),
-                 lambda: db.abort_transaction("nope"), lambda: db.transaction(42)):
-        assert code_of(call) == "OTSSessionNotExist"
+    assert code_of(lambda: db.commit_transaction(txn.transaction_id)) == "OTSSessionNotExist"
+    assert code_of(lambda: db.abort_transaction("0" * 32)) == "OTSSessionNotExist"  # unknown
+    # not a transaction id at all: the service's OTSParameterInvalid "TransactionID is invalid."
+    for call in (lambda: db.abort_transaction("nope"), lambda: db.transaction(42)):
+        assert code_of(call) == "OTSParameterInvalid"
 
 
 def test_operations_outside_the_partition_key_are_rejected(db, t):

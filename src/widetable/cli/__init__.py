@@ -23,6 +23,9 @@ from . import streams  # noqa: F401
 from . import search  # noqa: F401
 
 # isort: split
+from . import sql  # noqa: F401
+
+# isort: split
 from . import serve  # noqa: F401
 
 # isort: split

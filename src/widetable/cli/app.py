@@ -52,6 +52,8 @@ class RowFormat(str, enum.Enum):
 class FileFormat(str, enum.Enum):
     jsonl = "jsonl"
     csv = "csv"
+    parquet = "parquet"
+    arrow = "arrow"
 
 
 _EXPECT = {

@@ -80,7 +80,12 @@ class ImportReport:
 def guess_format(path: str, given: str | None) -> str:
     if given is not None:
         return given
-    return "csv" if path.lower().endswith(".csv") else "jsonl"
+    lower = path.lower()
+    if lower.endswith(".parquet"):
+        return "parquet"
+    if lower.endswith((".arrow", ".feather", ".ipc")):
+        return "arrow"
+    return "csv" if lower.endswith(".csv") else "jsonl"
 
 
 # -- reading ------------------------------------------------------------------

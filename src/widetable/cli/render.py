@@ -169,7 +169,8 @@ def indexes_table(desc: TableDescription) -> RichTable:
     """Secondary indexes with their key and, for global ones, the lag, the applier's last
     error and the rows too long to index."""
     table = RichTable(title="indexes", title_justify="left")
-    for name in ("name", "type", "primary key", "defined columns", "lag", "too long", "error"):
+    for name in ("name", "type", "primary key", "then the table's key", "defined columns", "lag",
+                 "too long", "error"):
         table.add_column(name)
     for ix in desc.indexes:
         lag = "-" if ix.lag_ms is None else f"{ix.lag_ms} ms"
@@ -179,7 +180,8 @@ def indexes_table(desc: TableDescription) -> RichTable:
         if ix.error is not None:
             error = Text(f"{ix.error} ({ix.errors}x, {_when(ix.error_at)})", style="red")
         table.add_row(
-            ix.name, ix.index_type, ", ".join(ix.primary_key), ", ".join(ix.defined_columns), lag,
+            ix.name, ix.index_type, ", ".join(ix.primary_key), ", ".join(ix.base_key) or "-",
+            ", ".join(ix.defined_columns), lag,
             Text(f"{ix.too_long_rows:,}", style="red" if ix.too_long_rows else ""), error,
         )
     return table

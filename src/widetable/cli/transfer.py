@@ -38,7 +38,8 @@ def _progress(unit_bytes: bool) -> Progress:
 
 
 FormatOpt = Annotated[
-    FileFormat | None, typer.Option("--format", help="jsonl or csv (default: by extension).")
+    FileFormat | None,
+    typer.Option("--format", help="jsonl, csv, parquet or arrow (default: by extension)."),
 ]
 
 
@@ -51,8 +52,12 @@ def import_(
     data: DataOpt = None,
     endpoint: EndpointOpt = None,
 ) -> None:
-    """Load rows from JSONL or CSV in batches of 200. Exits with 1 if any row failed."""
+    """Load rows from JSONL, CSV, Parquet or Arrow in batches of 200. Exits with 1 if any
+    row failed."""
     kind = data_io.guess_format(file, fmt.value if fmt else None)
+    if kind in ("parquet", "arrow"):
+        _import_columnar(ctx, table, file, data, endpoint)
+        return
     raw = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115 - closed below
     closer = contextlib.nullcontext() if file == "-" else contextlib.closing(raw)
     with closer, open_target(ctx, data, endpoint) as db:
@@ -113,10 +118,13 @@ def export(
     data: DataOpt = None,
     endpoint: EndpointOpt = None,
 ) -> None:
-    """Write every row (newest version of each column) as JSONL or CSV."""
+    """Write every row (newest version of each column) as JSONL, CSV, Parquet or Arrow."""
     kind = data_io.guess_format(file, fmt.value if fmt else None)
     with open_target(ctx, data, endpoint) as db:
         t = db.table(table)
+        if kind in ("parquet", "arrow"):
+            _export_columnar(t, table, file, kind)
+            return
         with _output(file) as out, _progress(unit_bytes=False) as progress:
             task = progress.add_task(f"export {table}", total=None)
 
@@ -146,3 +154,37 @@ def _output(file: str) -> Iterator[TextIO]:
             os.unlink(partial)
             raise
     os.replace(partial, file)
+
+
+def _export_columnar(t: Any, table: str, file: str, kind: str) -> None:
+    from ..sql import interchange
+
+    if file == "-":
+        raise data_io.CliError(f"--format {kind} writes a file; pass a file name, not -")
+    with _progress(unit_bytes=False) as progress:
+        task = progress.add_task(f"export {table}", total=None)
+        count = interchange.write_file(interchange.table_batches(t), file, kind,
+                                       lambda n: progress.update(task, completed=n))
+        progress.update(task, total=count, completed=count)
+    render.note(f"Exported {count} rows from {table} to {file}")
+
+
+def _import_columnar(ctx: typer.Context, table: str, file: str, data: Any, endpoint: Any) -> None:
+    from ..sql import interchange
+
+    if file == "-":
+        raise data_io.CliError("Parquet and Arrow imports read a file; pass a file name, not -")
+    with open_target(ctx, data, endpoint) as db:
+        pk = [n for n, _ in db.describe_table(table).primary_key]
+        records = (data_io.Record(n, key, cols)
+                   for n, key, cols in interchange.read_rows(file, pk))
+        with _progress(unit_bytes=False) as progress:
+            task = progress.add_task(f"import {table}", total=None)
+
+            def advance(report: data_io.ImportReport) -> None:
+                progress.update(task, completed=report.written + report.failed)
+
+            report = data_io.import_records(db, table, records, advance)
+    _print_report(table, report)
+    if report.failed:
+        raise typer.Exit(1)

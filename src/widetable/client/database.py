@@ -127,6 +127,14 @@ class RemoteDatabase(RemoteSearch):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- SQL ----------------------------------------------------------------------
+
+    def sql(self, statement: str, params: object = None):
+        """Run one SQL statement on the server (SQLQuery); see ``Database.sql``. The
+        answer (``client.sql.RemoteSQLResult``) holds its rows whole."""
+        from . import sql as remote_sql
+        return remote_sql.run(self._call, statement, params)
+
     # -- catalog ----------------------------------------------------------------
 
     def create_table(self, name: str, primary_key: list, max_versions: int = 1,
@@ -169,7 +177,8 @@ class RemoteDatabase(RemoteSearch):
     def table(self, name: str) -> RemoteTable:
         """The table called ``name``; ``OTSObjectNotExist`` if there is none."""
         if not isinstance(name, str):
-            raise error_of("OTSObjectNotExist", f"table {describe(name)} does not exist")
+            raise error_of("OTSObjectNotExist",
+                           f"Requested table does not exist. No table or index {describe(name)}")
         with self._lock:
             cached = self._tables.get(name)
         if cached is not None:
@@ -226,7 +235,8 @@ class RemoteDatabase(RemoteSearch):
         (partitions with their load, split history, each global index's lag); over
         Tablestore's protocol, what DescribeTable carries."""
         if not isinstance(name, str):
-            raise error_of("OTSObjectNotExist", f"table {describe(name)} does not exist")
+            raise error_of("OTSObjectNotExist",
+                           f"Requested table does not exist. No table or index {describe(name)}")
         described = self._over_native(lambda native: native.describe_table(name))
         if described is not None:
             return described
@@ -270,7 +280,8 @@ class RemoteDatabase(RemoteSearch):
         its arguments the table is looked up first: one that does not exist is
         OTSObjectNotExist, whatever else is wrong (only this error path pays for it)."""
         if not isinstance(table, str):
-            raise error_of("OTSObjectNotExist", f"table {describe(table)} does not exist")
+            raise error_of("OTSObjectNotExist",
+                           f"Requested table does not exist. No table or index {describe(table)}")
         try:
             return request()
         except WidetableError:
@@ -658,13 +669,16 @@ def _description(meta, options, throughput, index_metas=(), stream=None) -> Tabl
     primary_key = [(c.name, convert.PK_TYPES.get(c.type, str(c.type))) for c in meta.primary_key]
     auto = next((c.name for c in meta.primary_key
                  if c.HasField("option") and c.option == convert.AUTO_INCREMENT_OPTION), None)
+    read, write = throughput.capacity_unit.read, throughput.capacity_unit.write
     opts = TableOptions(options.max_versions, options.time_to_live,
-                        options.deviation_cell_version_in_sec,
-                        reserved_throughput=throughput.capacity_unit.read)
+                        options.deviation_cell_version_in_sec, reserved_throughput=read + write,
+                        # as the server stores them (server/tablestore/tables.py)
+                        reserved_read=read if write else 0, reserved_write=write)
     defined = [(c.name, convert.DEFINED_TYPES.get(c.type, str(c.type))) for c in meta.defined_column]
     indexes = [
         IndexDescription(m.name, convert.INDEX_TYPES.get(m.index_type, (str(m.index_type),))[0],
-                         tuple(m.primary_key), tuple(m.defined_column), None)
+                         tuple(m.primary_key), tuple(m.defined_column), None,
+                         base_key=tuple(n for n, _ in primary_key if n not in m.primary_key))
         for m in index_metas
     ]
     streamed = stream is not None and stream.enable_stream

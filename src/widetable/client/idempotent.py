@@ -50,9 +50,11 @@ def _auto(pk: object) -> bool:
 
 def write(op: str, pk: object, payload: object, condition: object) -> bool:
     """Whether one row write (``put``, ``update``, ``delete``) may run twice."""
-    if not blind(condition):
+    if condition is not None and not blind(condition):
         return False
     if op == "put":
+        if type(pk) is tuple:  # the usual key: its values (no (name, value) pairs)
+            return AUTO_INCREMENT not in pk
         return not _auto(pk)
     if op == "update":
         return not (isinstance(payload, Mapping) and payload.get("increment"))

@@ -170,7 +170,8 @@ def _description_answer(data: bytes | memoryview) -> object:
             PartitionEvent(**{**e, "parents": tuple(e["parents"]), "children": tuple(e["children"])})
             for e in d["split_history"]]
         d["indexes"] = [IndexDescription(**{**i, "primary_key": tuple(i["primary_key"]),
-                                            "defined_columns": tuple(i["defined_columns"])})
+                                            "defined_columns": tuple(i["defined_columns"]),
+                                            "base_key": tuple(i.get("base_key", ()))})
                         for i in d["indexes"]]
         d["background"] = [LoopState(**b) for b in d.get("background", ())]
         return 0, TableDescription(**d)
@@ -349,12 +350,18 @@ class NativeChannel:
                 # that each poll takes.
                 waiting.add(conn)
                 start = perf_counter()
-                _send_all(conn, data)
+                try:
+                    conn.sock.sendall(data)  # type: ignore[union-attr]
+                except OSError as exc:  # the server never had all of the frame: it ran nothing
+                    raise _NotSent(exc) from None
                 sent = True
                 answer = _read_frame(conn, decode, self._spin if len(waiting) == 1 else 0.0,
                                      start)
             else:
-                _send_all(conn, data)
+                try:
+                    conn.sock.sendall(data)  # type: ignore[union-attr]
+                except OSError as exc:  # a frame runs only once it has arrived whole
+                    raise _NotSent(exc) from None
                 sent = True
                 answer = _read_frame(conn, decode)
         except (_Closed, ConnectionResetError, BrokenPipeError):
@@ -422,15 +429,6 @@ class NativeChannel:
 
     def close(self) -> None:
         self._conns.close()
-
-
-def _send_all(conn: _Connection, data: bytes) -> None:
-    """Send a whole frame; a failure raises ``_NotSent``: the server never had all of the
-    frame, so it ran nothing (a frame runs only once it has arrived whole)."""
-    try:
-        conn.sock.sendall(data)  # type: ignore[union-attr]
-    except OSError as exc:
-        raise _NotSent(exc) from None
 
 
 def _api_of(frame: bytes) -> str:

@@ -107,7 +107,8 @@ class Catalog:
             view = self._indexes.views.get(name) if isinstance(name, str) else None
             if view is not None:
                 return view
-            raise ObjectNotExist(f"table {describe(name)} does not exist") from None
+            raise ObjectNotExist(
+                f"Requested table does not exist. No table or index {describe(name)}") from None
 
     def base_table(self, name: str) -> Table:
         """``table(name)``, refusing an index (DDL applies to tables)."""
@@ -156,7 +157,8 @@ class Catalog:
         retention = check_retention(stream_retention)
         with self._ddl_lock:
             if name in self.tables or name in self._indexes.views:
-                raise ObjectAlreadyExist(f"table {name!r} already exists")
+                raise ObjectAlreadyExist(
+                    f"Requested table already exists. A table or index {name!r} exists")
             batch = self._engine.batch()
             table_id = self._ctx.ids.take(batch)
             schema = TableSchema(

@@ -27,6 +27,7 @@ from ..search.changes import LogSource
 from ..search.manager import SearchManager, search_root
 from ..storage import Engine, open_engine
 from ..stream import api as stream_api
+from ..stream.consumers import ChangeLog
 from ..table.autoinc import AutoIncrementCounters
 from ..table.batch import batch_get_row, batch_write_row
 from ..table.locks import DEFAULT_STRIPES, RowLocks
@@ -36,6 +37,7 @@ from ..table.table import Table
 from ..table.transaction import DEFAULT_TIMEOUT, LocalTransaction, TransactionRegistry
 from .background import DEFAULT_MAINTENANCE_INTERVAL, DEFAULT_PURGE_INTERVAL, Background
 from .catalog import Catalog, TableDescription, TableIds
+from .format import check_format
 from .search import SearchFacade
 
 ROW_LOCK_STRIPES = DEFAULT_STRIPES  # enough for a GIL-bound process; a 200-row batch takes ~140
@@ -71,7 +73,16 @@ class Database(SearchFacade):
         clock: Callable[[], float] | None = None,
     ) -> None:
         """``clock`` (unix seconds) drives partition passes, statistics and throttling
-        instead of the wall clock: simulators pass a virtual one (widetable.design)."""
+        instead of the wall clock: simulators pass a virtual one (widetable.design).
+
+        Checks the store's format version first (``db/format.py``): a store of an older
+        version is upgraded, one of a newer version refused (``OTSNotSupported``) and
+        its engine closed."""
+        try:
+            check_format(engine, getattr(engine, "path", None))
+        except BaseException:
+            engine.close()
+            raise
         ctx = self._ctx = StoreContext(engine, RowLocks(ROW_LOCK_STRIPES))
         self._engine = engine
         self._row_locks = ctx.row_locks.stripes
@@ -83,6 +94,7 @@ class Database(SearchFacade):
         self._autoinc = ctx.autoinc = AutoIncrementCounters(engine)
         self.path = ctx.path
         self._partitions = ctx.partitions = PartitionManager(engine, clock)
+        self._changelog = ctx.changelog = ChangeLog(ctx)  # its consumers, feeds and trimming
         self._indexes = IndexManager(ctx)  # change feeds, secondary indexes, their applier
         self._indexer = self._indexes.indexer
         self._background = Background(ctx, purge_interval, maintenance_interval)
@@ -90,7 +102,7 @@ class Database(SearchFacade):
                                               self._background.max_versions_lowered)
         self._catalog.load()
         self._search = SearchManager(engine, search_root(ctx.path), self._catalog.base_table,
-                                     ctx.ids.take, LogSource(engine, self._indexes))
+                                     ctx.ids.take, LogSource(ctx.changelog))
         self._search.open(self._tables)
         self._sql = None  # widetable.sql.SQLSession, made on the first db.sql call
         self._sql_lock = threading.Lock()
@@ -292,24 +304,30 @@ class Database(SearchFacade):
     def list_stream(self, table: str | None = None) -> list[stream_api.StreamInfo]:
         """The streams of every table with ``stream`` on (or of ``table``)."""
         self._check_open()
-        return stream_api.list_stream(self, table)
+        return stream_api.list_stream(self._ctx, table)
 
     def describe_stream(self, stream_id: str) -> stream_api.StreamDescription:
         """A stream's shards (partitions, current and past) with their parent and child links."""
         self._check_open()
-        return stream_api.describe_stream(self, stream_id)
+        return stream_api.describe_stream(self._ctx, stream_id)
 
     def get_shard_iterator(self, stream_id: str, shard_id: int, position: object = "TRIM_HORIZON") -> str:
         """An opaque iterator into one shard: at ``TRIM_HORIZON`` (its oldest record),
         ``LATEST`` (after its newest) or a sequence number."""
         self._check_open()
-        return stream_api.get_shard_iterator(self, stream_id, shard_id, position)
+        return stream_api.get_shard_iterator(self._ctx, stream_id, shard_id, position)
 
     def get_stream_record(self, iterator: str, limit: int = 100) -> stream_api.StreamRecords:
         """Up to ``limit`` records from ``iterator`` in commit order, and the next iterator
         (None once a closed shard is drained)."""
         self._check_open()
-        return stream_api.get_stream_record(self, iterator, limit)
+        return stream_api.get_stream_record(self._ctx, iterator, limit)
+
+    def iterator_table(self, iterator: str) -> Table | None:
+        """The table whose stream ``iterator`` reads (None: it is gone since);
+        ``OTSParameterInvalid`` if ``iterator`` is not a shard iterator."""
+        self._check_open()
+        return stream_api.iterator_table(self._ctx, iterator)
 
     # -- batches ----------------------------------------------------------------
 
@@ -419,7 +437,7 @@ class Database(SearchFacade):
             with self._sql_lock:
                 if self._sql is None:
                     from ..sql import SQLSession
-                    self._sql = SQLSession(self._ctx)
+                    self._sql = SQLSession(self._ctx, search=self)  # its search-index calls
         return self._sql.execute(statement, params, **options)  # type: ignore[arg-type]
 
     # -- garbage collection -----------------------------------------------------

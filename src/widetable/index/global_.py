@@ -46,6 +46,7 @@ from ..health import LoopHealth
 from ..keys import layout
 from ..keys.compiled import compile_key_encoder
 from ..stream import log
+from ..stream.consumers import Consumer
 from ..stream.feed import NO_IMAGE
 from ..table import rowcodec
 from ..table.values import now_ms
@@ -84,7 +85,7 @@ class GlobalIndex:
     codec: IndexCodec
     table: object  # the base Table
     feed: object  # the base table's TableFeed
-    checkpoints: dict[int, int] = field(default_factory=dict)  # shard -> last applied seq
+    consumer: Consumer  # its entry in the change-log registry: checkpoints, error state
     lock: threading.Lock = field(default_factory=threading.Lock)
     seen_seq: int = -1  # every record with seq <= seen_seq is applied, in every shard
     # Every row read for this index so far (by a sync) was read after the commit of this
@@ -99,13 +100,19 @@ class GlobalIndex:
     def __post_init__(self) -> None:
         self.encode_base = compile_key_encoder(self.table.schema.pk_types)  # type: ignore[attr-defined]
         self.health = LoopHealth(f"indexer ({self.codec.spec.name})")
+        self.consumer.health = self.health  # the registry reports the applier's state
 
     @property
     def index_id(self) -> int:
         return self.codec.spec.table_id
 
+    @property
+    def checkpoints(self) -> dict[int, int]:
+        """shard -> the last seq applied (the consumer's, loaded when it registered)."""
+        return self.consumer.checkpoints
+
     def checkpoint(self, shard: int) -> int:
-        return self.checkpoints.get(shard, self.codec.spec.start_seq)
+        return self.consumer.checkpoints.get(shard, self.codec.spec.start_seq)
 
 
 class Indexer:
@@ -131,10 +138,10 @@ class Indexer:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def add(self, codec: IndexCodec, table, feed) -> GlobalIndex:
-        gi = GlobalIndex(codec, table, feed)
-        for key, value in self._engine.scan(*layout.checkpoint_range(codec.spec.table_id)):
-            gi.checkpoints[int.from_bytes(key[5:9], "big")] = int.from_bytes(value, "big")
+    def add(self, codec: IndexCodec, table, feed, consumer: Consumer) -> GlobalIndex:
+        """Apply global index ``codec`` of ``table`` from now on; ``consumer`` (registered
+        under the index's id) holds its checkpoints."""
+        gi = GlobalIndex(codec, table, feed, consumer)
         self.load_too_long(gi)
         self.indexes[gi.index_id] = gi
         self.start()
@@ -314,10 +321,9 @@ class Indexer:
         # The last record of each shard in the chunk: its new checkpoint.
         last_of = dict(zip(map(_shard_of, items), range(first, first + len(items))))
         moved = [(shard, seq) for shard, seq in last_of.items() if seq > gi.checkpoint(shard)]
-        for shard, seq in moved:
-            batch.put(layout.checkpoint_key(gi.index_id, shard), seq.to_bytes(8, "big"))
+        gi.consumer.stage(batch, moved)
         self._engine.write(batch)
-        gi.checkpoints.update(moved)
+        gi.consumer.committed(moved)
         gi.seen_seq = first + len(items) - 1
         now = now_ms()
         self.lags.extend([now - ts for ts in map(_ts_of, items)])
@@ -365,13 +371,13 @@ class Indexer:
                 break
         if key is None:
             return 0, False
-        last = int.from_bytes(key[9:17], "big")
+        last = layout.change_log_seq(key)
         batch = self._engine.batch()
         encode, prefix = gi.encode_base, gi.table._prefix  # type: ignore[attr-defined]
         self.sync(gi, sorted([prefix + encode(pk) for pk in pks]), batch)
-        batch.put(layout.checkpoint_key(gi.index_id, shard), last.to_bytes(8, "big"))
+        gi.consumer.stage(batch, [(shard, last)])
         self._engine.write(batch)
-        gi.checkpoints[shard] = last
+        gi.consumer.committed([(shard, last)])
         now = now_ms()
         self.lags.extend([now - ts for ts in stamps])
         return len(stamps), len(stamps) >= GROUP
@@ -397,8 +403,7 @@ class Indexer:
         blobs, None for no row), using and updating the index refs."""
         engine = self._engine
         codec = gi.codec
-        head = layout.INDEX_REFS + gi.index_id.to_bytes(4, "big")
-        ref_keys = [head + k[5:] for k in base_keys]
+        ref_keys = layout.index_ref_keys(gi.index_id, base_keys)
         refs = engine.multi_get(ref_keys)
         prefix = codec.prefix
         n = len(prefix)

@@ -8,8 +8,6 @@ and runs the global-index applier (:mod:`.global_`).
 
 from __future__ import annotations
 
-import threading
-
 import logging
 import time
 from dataclasses import replace
@@ -18,7 +16,6 @@ from typing import TYPE_CHECKING
 from ..descriptions import IndexDescription
 from ..errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, WidetableError, describe
 from ..keys import layout
-from ..stream import log
 from ..stream.feed import TableFeed
 from ..table.schema import GLOBAL, LOCAL, IndexSpec
 from ..table.values import now_ms
@@ -36,8 +33,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger("widetable.index")
 
 
-def _seq_counter(table_id: int) -> str:
-    return f"change_log_seq/{table_id}"
+def stream_consumer(table: Table) -> str:
+    """The change-log consumer name of ``table``'s stream."""
+    return f"stream:{table.name}"
+
+
+def index_consumer(index_name: str) -> str:
+    """The change-log consumer name of a global index."""
+    return f"index:{index_name}"
+
+
+def _schema_consumer(name: str) -> bool:
+    """A consumer the schema implies (a stream, a global index), which configure keeps."""
+    return name.startswith(("stream:", "index:"))
 
 
 class IndexManager:
@@ -48,14 +56,13 @@ class IndexManager:
         self.engine = ctx.engine
         self.tables = ctx.tables  # the catalog's base tables
         self.partitions = ctx.partitions
-        self.feeds: dict[int, TableFeed] = {}
+        self.changelog = ctx.changelog
+        self.feeds: dict[int, TableFeed] = ctx.changelog.feeds
         self.views: dict[str, IndexTable] = {}
         self.globals: dict[str, GlobalIndex] = {}
         self.indexer = Indexer(ctx, self._trim_if_open)
-        self.trim_lock = threading.Lock()  # held by trim, and by drops (see trim)
-        # Other consumers of change logs (search indexes): table id -> {name: checkpoint(shard)}.
-        # A table with one logs; trimming keeps what each has not applied.
-        self.consumers: dict[int, dict] = {}
+        self.changelog.on_logged = self.indexer.start  # its thread also trims the logs
+        self.trim_lock = self.changelog.trim_lock  # held by trims, and by drops
 
     # -- tables ----------------------------------------------------------------------
 
@@ -66,61 +73,41 @@ class IndexManager:
             self._open_index(table, spec)
 
     def configure(self, table: Table) -> None:
-        """Give ``table`` the feed its schema calls for (or none), then wait out writers that
-        used the old setting: afterwards every write sees the new one."""
+        """Bring ``table``'s change-log consumers (its stream, its global indexes) and its
+        feed's local indexes in line with its schema; afterwards every write sees them."""
         s = table.schema
         local = [IndexCodec(s, spec, strict=True) for spec in s.indexes if spec.index_type == LOCAL]
-        has_global = any(spec.index_type == GLOBAL for spec in s.indexes)
-        logged = s.stream or has_global or bool(self.consumers.get(s.table_id))
-        feed: TableFeed | None = self.feeds.get(s.table_id)
-        if logged or local:
-            if feed is None:
-                router = self.partitions.partitions(table).router
-                feed = TableFeed(self.engine, s.table_id, router, logged, local, None,
-                                 self._recover_seq(table))
-                self.feeds[s.table_id] = feed
-            feed.logged, feed.local = logged, local
-            feed.notify = self.indexer.notify if has_global else None
-            feed.set_tail(has_global)
-            table._changes = feed  # type: ignore[assignment]
-            if logged:  # its thread also trims change logs past their retention
-                self.indexer.start()
-        else:
-            table._changes = None
-        self.ctx.row_locks.barrier()
-        if feed is not None and not logged:
-            self._drop_log(s.table_id, feed)
+        log_ = self.changelog
+        wanted: dict[str, IndexSpec | None] = {}
+        if s.stream:
+            wanted[stream_consumer(table)] = None
+        for spec in s.indexes:
+            if spec.index_type == GLOBAL:
+                wanted[index_consumer(spec.name)] = spec
+        for consumer in log_.consumers(table):
+            if consumer.name not in wanted and _schema_consumer(consumer.name):
+                log_.detach(consumer.name)
+        for name, spec in wanted.items():
+            consumer = log_.get(name)
+            if spec is None:  # the stream: its readers keep their positions themselves
+                if consumer is None:
+                    log_.attach(name, table, None, -1, sees_purges=False)
+            elif consumer is None:
+                log_.attach(name, table, spec.table_id, spec.start_seq, self.indexer.notify,
+                            wants_tail=True)
+            else:
+                consumer.start_seq = spec.start_seq
+        log_.configure(table, local)
 
     def last_seq(self, table: Table) -> int:
         """The last seq handed out in ``table``'s change log (kept while its log is off)."""
-        feed = self.feeds.get(table.schema.table_id)
-        return feed.seq if feed is not None else self._recover_seq(table)
-
-    def _recover_seq(self, table: Table) -> int:
-        tid = table.schema.table_id
-        tp = self.partitions.partitions(table)
-        raw = self.engine.get(layout.counter_key(_seq_counter(tid)))
-        seq = int.from_bytes(raw, "big") if raw else 0
-        for shard in range(tp.next_id):
-            seq = max(seq, log.last_seq(self.engine, tid, shard))
-        return max([seq] + [spec.start_seq for spec in table.schema.indexes])
-
-    def _drop_log(self, table_id: int, feed: TableFeed) -> None:
-        batch = self.engine.batch()
-        batch.delete_range(*layout.change_log_range(table_id))
-        batch.delete_range(*layout.checkpoint_range(table_id))  # its trim marks
-        batch.put(layout.counter_key(_seq_counter(table_id)), feed.seq.to_bytes(8, "big"))
-        self.engine.write(batch)
+        return self.changelog.last_seq(table)
 
     def drop_table(self, table: Table, batch) -> None:
         """Put the deletion of the table's log, indexes and their state into ``batch``."""
-        tid = table.schema.table_id
         for spec in table.schema.indexes:
             self._drop_index_data(spec, batch)
-        batch.delete_range(*layout.change_log_range(tid))
-        batch.delete_range(*layout.checkpoint_range(tid))  # its trim marks
-        batch.delete(layout.counter_key(_seq_counter(tid)))
-        self.feeds.pop(tid, None)
+        self.changelog.drop_table(table, batch)
 
     def index_names(self) -> set[str]:
         return set(self.views)
@@ -133,8 +120,11 @@ class IndexManager:
         self.partitions.open_table(view)
         self.views[spec.name] = view
         if spec.index_type == GLOBAL:
+            consumer = self.changelog.get(index_consumer(spec.name))
+            assert consumer is not None  # configure registered it
             self.globals[spec.name] = self.indexer.add(
-                IndexCodec(table.schema, spec, strict=False), table, self.feeds[table.schema.table_id]
+                IndexCodec(table.schema, spec, strict=False), table,
+                self.feeds[table.schema.table_id], consumer,
             )
         return view
 
@@ -143,7 +133,8 @@ class IndexManager:
         if isinstance(table, IndexTable):
             raise ParameterInvalid(f"{table.name!r} is an index; indexes are built on tables")
         if name in self.tables or name in self.views:
-            raise ObjectAlreadyExist(f"a table or index named {describe(name)} already exists")
+            raise ObjectAlreadyExist(
+                f"Requested table already exists. A table or index {describe(name)} exists")
         batch = self.engine.batch()
         index_id = self.ctx.ids.take(batch)
         spec = check_index(table.schema, name, primary_key, defined_columns, index_type, index_id, 0)
@@ -239,18 +230,20 @@ class IndexManager:
         for spec in table.schema.indexes:
             lag = behind = None
             gi = self.globals.get(spec.name)
+            declared = spec.declared_key(table.schema.pk_names)
+            appended = spec.primary_key[len(declared):]
             if gi is None:
-                out.append(IndexDescription(spec.name, spec.index_type, spec.primary_key,
-                                            spec.defined_columns, lag, False))
+                out.append(IndexDescription(spec.name, spec.index_type, declared,
+                                            spec.defined_columns, lag, False, base_key=appended))
                 continue
             oldest = self.indexer.oldest_unapplied(gi)
             now = now_ms()
             lag = 0 if oldest is None else max(now - oldest, 0)
             behind = oldest is not None and now - oldest > retention_ms
             h = gi.health
-            out.append(IndexDescription(spec.name, spec.index_type, spec.primary_key,
+            out.append(IndexDescription(spec.name, spec.index_type, declared,
                                         spec.defined_columns, lag, bool(behind), h.error,
-                                        h.error_at, h.errors, gi.too_long))
+                                        h.error_at, h.errors, gi.too_long, base_key=appended))
         return out
 
     def verify(self, table: Table, name: str, limit: int = 1000) -> IndexReport:
@@ -260,32 +253,8 @@ class IndexManager:
     # -- retention -------------------------------------------------------------------
 
     def trim(self) -> int:
-        """Drop change records past their table's retention that every index has applied.
-
-        Under ``trim_lock``: a drop holds it while it deletes a table's keys, so a trim
-        never writes a trim mark or seq counter under an id whose keys are gone."""
-        with self.trim_lock:
-            return self._trim_locked()
-
-    def _trim_locked(self) -> int:
-        dropped = 0
-        now = now_ms()
-        for table in list(self.tables.values()):
-            feed = self.feeds.get(table.schema.table_id)
-            if feed is None or not feed.logged or table._unusable:
-                continue
-            cutoff = now - table.schema.stream_retention * 1000
-            consumers = [g for g in self.globals.values() if g.table is table]
-            # First the seq counter, at least every seq a trim may drop: reopening recovers
-            # the seq from it and the log's last records, and after a crash in the middle of
-            # trimming, a log emptied without it would hand out seqs again.
-            self.engine.put(layout.counter_key(_seq_counter(feed.table_id)), feed.seq.to_bytes(8, "big"))
-            for shard in list(log.shards_with_records(self.engine, feed.table_id)):
-                keep = min([g.checkpoint(shard) for g in consumers]
-                           + [c(shard) for c in self.consumers.get(feed.table_id, {}).values()],
-                           default=None)
-                dropped += log.trim_shard(self.engine, feed.table_id, shard, cutoff, keep)
-        return dropped
+        """Drop change records past their table's retention that every consumer applied."""
+        return self.changelog.trim()
 
     def _trim_if_open(self) -> int:
         return 0 if self.ctx.closed else self.trim()

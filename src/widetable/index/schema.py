@@ -81,7 +81,8 @@ def check_index(base: TableSchema, name: object, primary_key: object, defined_co
             raise ParameterInvalid(f"index defined column {col!r} is already in the index key")
     if len(set(attrs)) != len(attrs):
         raise ParameterInvalid(f"index defined_columns {describe(attrs)} name a column twice")
-    return IndexSpec(name, table_id, full, tuple(attrs), kind, time.time(), start_seq)  # type: ignore[arg-type]
+    return IndexSpec(name, table_id, full, tuple(attrs), kind, time.time(), start_seq,  # type: ignore[arg-type]
+                     declared=len(cols))
 
 
 def index_schema(base: TableSchema, spec: IndexSpec) -> TableSchema:

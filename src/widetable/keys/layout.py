@@ -5,6 +5,7 @@ place that builds key bytes (with ``codec``); ``docs/format.md`` is the record.
 
 ::
 
+    0x00 name                         store metadata: "format_version" -> uint32 big-endian
     0x01 name                         catalog: table name -> table schema (JSON)
     0x02 name                         counters: name -> uint64 big-endian
     0x03 table_id:u32 kind:u8         partitions: 0x00 map + split history, 0x01 samples
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from . import codec
 
+META = b"\x00"  # DO NOT CHANGE: embedded in on-disk data
 CATALOG = b"\x01"  # DO NOT CHANGE: embedded in on-disk data
 COUNTERS = b"\x02"  # DO NOT CHANGE: embedded in on-disk data
 PARTITIONS = b"\x03"  # DO NOT CHANGE: embedded in on-disk data
@@ -46,6 +48,15 @@ PARTITION_MAP = 0  # DO NOT CHANGE: kind byte of the partition map record
 PARTITION_SAMPLES = 1  # DO NOT CHANGE: kind byte of the key-sample record
 
 MAX_TABLE_ID = 2**32 - 1
+ROW_PK_OFFSET = 5  # len(ROWS + table id): a row key's encoded primary key starts here
+
+
+def meta_key(name: str) -> bytes:
+    """A store-wide metadata record, e.g. ``meta_key("format_version")``."""
+    return META + name.encode("utf-8")
+
+
+FORMAT_VERSION_KEY = META + b"format_version"  # DO NOT CHANGE: read before anything else
 
 
 def catalog_key(table_name: str) -> bytes:
@@ -94,18 +105,48 @@ def auto_increment_range(table_id: int) -> tuple[bytes, bytes]:
     return prefix, codec.prefix_end(prefix)
 
 
+def _successor(prefix: bytes) -> bytes:
+    """The first key after every key that starts with ``prefix``, for prefixes that end in
+    fixed-width integers (whose next byte may be 0xFF, so ``prefix + 0xFF`` would cut
+    keys off): the prefix, trailing 0xFF bytes dropped, plus one."""
+    stripped = prefix.rstrip(b"\xff")
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def change_log_prefix(table_id: int) -> bytes:
+    """The prefix of every change record of ``table_id``."""
+    return CHANGE_LOG + table_id.to_bytes(4, "big")
+
+
 def change_log_key(table_id: int, shard: int, seq: int) -> bytes:
     """The change record ``seq`` of shard (partition id) ``shard`` of ``table_id``."""
     return CHANGE_LOG + table_id.to_bytes(4, "big") + shard.to_bytes(4, "big") + seq.to_bytes(8, "big")
+
+
+def change_log_encoder(table_id: int):
+    """``encode(shard, seq) -> change_log_key(table_id, shard, seq)``, with the table's
+    prefix made once: the write path of a logged table calls it per record."""
+    prefix = change_log_prefix(table_id)
+
+    def encode(shard: int, seq: int) -> bytes:
+        return prefix + shard.to_bytes(4, "big") + seq.to_bytes(8, "big")
+
+    return encode
 
 
 def change_log_range(table_id: int, shard: int | None = None, after: int = -1) -> tuple[bytes, bytes]:
     """Half-open range of the change records of ``table_id`` (one ``shard``: those with seq > ``after``)."""
     prefix = CHANGE_LOG + table_id.to_bytes(4, "big")
     if shard is None:
-        return prefix, codec.prefix_end(prefix)
+        return prefix, _successor(prefix)
     prefix += shard.to_bytes(4, "big")
-    return prefix + (after + 1).to_bytes(8, "big"), codec.prefix_end(prefix)
+    return prefix + (after + 1).to_bytes(8, "big"), _successor(prefix)
+
+
+def change_log_shards_from(table_id: int, shard: int) -> tuple[bytes, bytes]:
+    """Half-open range of the change records of ``table_id`` in shards ``>= shard``."""
+    prefix = CHANGE_LOG + table_id.to_bytes(4, "big")
+    return prefix + shard.to_bytes(4, "big"), _successor(prefix)
 
 
 def decode_change_log_key(key: bytes) -> tuple[int, int, int]:
@@ -114,19 +155,41 @@ def decode_change_log_key(key: bytes) -> tuple[int, int, int]:
             int.from_bytes(key[9:17], "big"))
 
 
+def change_log_seq(key: bytes) -> int:
+    """The seq of a change-log key."""
+    return int.from_bytes(key[9:17], "big")
+
+
+def change_log_shard(key: bytes) -> int:
+    """The shard of a change-log key."""
+    return int.from_bytes(key[5:9], "big")
+
+
 def checkpoint_key(consumer_id: int, shard: int) -> bytes:
     """The last change-log seq of ``shard`` that consumer ``consumer_id`` (an index id) applied."""
     return CHECKPOINTS + consumer_id.to_bytes(4, "big") + shard.to_bytes(4, "big")
 
 
 def checkpoint_range(consumer_id: int) -> tuple[bytes, bytes]:
+    """Half-open range of every checkpoint of ``consumer_id``."""
     prefix = CHECKPOINTS + consumer_id.to_bytes(4, "big")
-    return prefix, codec.prefix_end(prefix)
+    return prefix, _successor(prefix)
+
+
+def decode_checkpoint_key(key: bytes) -> tuple[int, int]:
+    """``(consumer_id, shard)`` of a checkpoint key."""
+    return int.from_bytes(key[1:5], "big"), int.from_bytes(key[5:9], "big")
 
 
 def index_ref_key(index_id: int, encoded_base_pk: bytes) -> bytes:
     """Where a global index records the index key it holds for one base row."""
     return INDEX_REFS + index_id.to_bytes(4, "big") + encoded_base_pk
+
+
+def index_ref_keys(index_id: int, base_row_keys: list[bytes]) -> list[bytes]:
+    """The index refs of base rows given by their row keys (``row_key``): one pass."""
+    head = INDEX_REFS + index_id.to_bytes(4, "big")
+    return [head + k[ROW_PK_OFFSET:] for k in base_row_keys]
 
 
 def index_ref_range(index_id: int) -> tuple[bytes, bytes]:
@@ -180,6 +243,11 @@ def row_key(table_id: int, encoded_pk: bytes) -> bytes:
     return ROWS + table_id.to_bytes(4, "big") + encoded_pk
 
 
+def decode_row_pk(key: bytes) -> tuple:
+    """The primary-key tuple of a row key."""
+    return codec.decode_tuple(key, ROW_PK_OFFSET)
+
+
 def table_range(table_id: int) -> tuple[bytes, bytes]:
     """Half-open range ``[start, end)`` holding every row of ``table_id``."""
     prefix = table_prefix(table_id)
@@ -191,6 +259,8 @@ def pretty(key: bytes) -> str:
     if not key:
         return "/Min"
     head = key[:1]
+    if head == META:
+        return f"/Meta/{key[1:].decode('utf-8', 'replace')!r}"
     if head == CATALOG:
         return f"/Catalog/{key[1:].decode('utf-8', 'replace')!r}"
     if head == COUNTERS:

@@ -112,7 +112,7 @@ class PartitionManager:
         entry = self._tables.get(table.schema.table_id)
         if entry is not None:
             o = table.schema.options
-            entry[1].router.configure(o.capacity, o.reserved_throughput)
+            entry[1].router.configure(o.capacity, o.reserved_pool)
             # A stream's readers follow shard links made of the split history's splits
             # and merges: keep those within the stream's retention.
             entry[1].lineage_window = float(table.schema.stream_retention) if table.schema.stream else None

@@ -60,6 +60,7 @@ class Partition:
         "pinned",
         "read_rate",
         "reads",
+        "rows_read",
         "samples",
         "seen",
         "start",
@@ -80,6 +81,7 @@ class Partition:
         self.guarded = False  # True when requests must pass admit(): capacity is on
         self.bucket: TokenBucket | None = None
         self.reads = self.writes = self.bytes_read = self.bytes_written = self.throttled = 0
+        self.rows_read = 0  # rows range reads read here (a point read counts in reads alone)
         self.est_bytes = self.est_rows = 0
         self.samples: list[bytes] = []
         self.seen = 0
@@ -190,17 +192,17 @@ class Router:
         taking one token): ``n`` rows of ``nbytes`` read in ``[lo, hi)``, in key order or
         (``reverse``) the other way.
 
-        Every partition the page read counts a read per row read there and its bytes,
-        and takes a token per ``READ_UNIT`` bytes (as debt: the page is read already,
-        so the requests after it are throttled instead). ``rows`` are the rows read, in
+        Every partition the page read counts one read (an operation there, as load
+        splits and the statistics count them), the rows and bytes read there, and
+        takes a token per ``READ_UNIT`` bytes past the one the route took (as debt:
+        the page is read already, so the requests after it are throttled instead). ``rows`` are the rows read, in
         read order, ``key_of(row)`` a row's key and ``size_of(row)`` its bytes; they are
         looked at only when the page may leave ``p``, a few rows per partition boundary
         (by bisection), so a page within one partition costs no work per row."""
         if n == 0 or p.successor is not None or (
                 lo >= p.start if reverse else p.end is None or hi <= p.end):
             # The page is within p (may_span, inline: this runs on every page).
-            if n > 1:
-                p.reads += n - 1
+            p.rows_read += n
             p.bytes_read += nbytes
             if nbytes > READ_UNIT and p.bucket is not None:
                 p.bucket.charge(-(-nbytes // READ_UNIT) - 1)
@@ -222,7 +224,7 @@ class Router:
         cuts.append(n)
         # The read and token route_read took count for the first partition read (when the
         # route, at a backward page's upper bound, found the partition above it, that one
-        # keeps them and the first one read counts a read less).
+        # keeps them and the first one read takes no more).
         routed = p in visited
         for k, q in enumerate(visited):
             i, j = cuts[k], cuts[k + 1]
@@ -282,9 +284,11 @@ def _first_past(key_at: Callable[[int], bytes], i: int, n: int, bound: bytes, re
 
 
 def _count_read(p: Partition, rows: int, nbytes: int, routed: bool) -> None:
-    """``rows`` rows (at least one if ``routed``) and ``nbytes`` read in ``p``, with their
-    tokens; ``routed``: ``route_read`` counted the first read and took a token for it."""
-    p.reads += rows - 1 if routed and rows else rows
+    """A page's ``rows`` rows and ``nbytes`` read in ``p``: one read (unless ``routed``:
+    ``route_read`` counted it and took a token for it) and a token per ``READ_UNIT``."""
+    if not routed:
+        p.reads += 1
+    p.rows_read += rows
     p.bytes_read += nbytes
     bucket = p.bucket
     if bucket is not None:

@@ -9,7 +9,8 @@ bounded; stored buckets survive a restart.
 
 A bucket record (DO NOT CHANGE: embedded in on-disk data) is a msgpack list of
 rows ``[id, start, end, reads, writes, bytes_read, bytes_written, throttled,
-[[key, count], ...]]``; ``start``/``end`` are partition-key prefixes without
+[[key, count], ...], rows_read]`` (``rows_read``, the rows range reads read, was
+added later: a row without it reads as 0); ``start``/``end`` are partition-key prefixes without
 the table prefix (``end`` None for the last partition), the keys are row keys
 without it. The hottest keys come from a sample of requests (every request's
 key goes to a bounded queue that the maintenance thread drains, routing at
@@ -68,8 +69,8 @@ class SpaceSaving:
         return sorted(sure, key=lambda kv: (-kv[1], kv[0]))
 
 
-def _counters(p: Partition) -> tuple[int, int, int, int, int]:
-    return (p.reads, p.writes, p.bytes_read, p.bytes_written, p.throttled)
+def _counters(p: Partition) -> tuple[int, int, int, int, int, int]:
+    return (p.reads, p.writes, p.bytes_read, p.bytes_written, p.throttled, p.rows_read)
 
 
 class TableStats:
@@ -135,13 +136,12 @@ class TableStats:
         return taken
 
     def row(self, p: Partition) -> list:
-        base = self.base.get(p.id, (0, 0, 0, 0, 0))
-        now = _counters(p)
+        base = self.base.get(p.id, (0, 0, 0, 0, 0, 0))
+        deltas = [a - b for a, b in zip(_counters(p), base)]
         hot = self.hot.get(p.id)
         return [
-            p.id, self.tp.relative(p.start), self.tp.relative(p.end),
-            *[a - b for a, b in zip(now, base)],
-            [list(kv) for kv in hot.top()] if hot else [],
+            p.id, self.tp.relative(p.start), self.tp.relative(p.end), *deltas[:5],
+            [list(kv) for kv in hot.top()] if hot else [], deltas[5],
         ]
 
     def retire(self, p: Partition) -> None:
@@ -151,7 +151,7 @@ class TableStats:
 
     def live_rows(self) -> list[list]:
         rows = self.retired + [self.row(p) for p in self.tp.router.parts]
-        return [r for r in rows if any(r[3:8])]
+        return [r for r in rows if any(r[3:8])]  # a page's rows come with its reads
 
     def roll(self, engine, now: float, retention: int, force: bool = False) -> bool:
         """Store the open bucket if it has ended (or ``force``); return whether it stored."""
@@ -210,13 +210,14 @@ class TableStats:
         }
 
     def _plain(self, row: list) -> dict:
-        pid, start, end, reads, writes, br, bw, thr, hot = row
+        pid, start, end, reads, writes, br, bw, thr, hot, *later = row
         return {
             "id": pid,
             "start": self.tp.decode_value(start),
             "end": self.tp.decode_value(end),
             "start_key": start, "end_key": end,
             "reads": reads, "writes": writes, "bytes_read": br, "bytes_written": bw,
+            "rows_read": later[0] if later else 0,
             "throttled": thr,
             "hot_keys": [(_decode_key(k), c) for k, c in hot],
         }

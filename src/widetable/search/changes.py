@@ -1,10 +1,10 @@
 """The search index's view of the change log: attach as a consumer, read, observe.
 
-This is the seam to the change-log consumer registry: a consumer is named,
-makes its table log while attached, holds trimming back to its checkpoint
-(``checkpoint(shard)``), and sees TTL purges (PURGE records). Until the
-registry lands, :class:`LogSource` registers with the index manager's
-``consumers`` table, which ``configure`` and ``trim`` consult.
+A search index is a consumer in the store's change-log registry
+(``stream/consumers.py``, ``StoreContext.changelog``): named, it makes its
+table log while attached, holds trimming back to its checkpoint
+(``checkpoint(shard)``, kept in the index's own files), and sees TTL purges
+(PURGE records).
 """
 
 from __future__ import annotations
@@ -15,30 +15,23 @@ from ..stream import log
 
 
 class LogSource:
-    """Change-log access for search indexes, over ``engine`` and the database's IndexManager."""
+    """Change-log access for search indexes, over the store's consumer registry."""
 
-    def __init__(self, engine, indexes) -> None:
-        self.engine = engine
-        self.indexes = indexes
+    def __init__(self, changelog) -> None:
+        self.changelog = changelog
+        self.engine = changelog.engine
 
     def attach(self, table, name: str, checkpoint: Callable[[int], int]) -> None:
         """Make ``table`` log from now on, and keep its records until ``checkpoint(shard)``
         passes them."""
-        tid = table.schema.table_id
-        self.indexes.consumers.setdefault(tid, {})[name] = checkpoint
-        self.indexes.configure(table)
+        self.changelog.attach(name, table, None, -1, position=checkpoint)  # replaces one
+        self.changelog.configure(table)
 
     def detach(self, table, name: str) -> None:
-        tid = table.schema.table_id
-        group = self.indexes.consumers.get(tid, {})
-        group.pop(name, None)
-        if not group:
-            self.indexes.consumers.pop(tid, None)
-        if not getattr(table, "_unusable", False):
-            self.indexes.configure(table)
+        self.changelog.unregister(name)
 
     def last_seq(self, table) -> int:
-        return self.indexes.last_seq(table)
+        return self.changelog.last_seq(table)
 
     def shards(self, table) -> list[int]:
         return list(log.shards_with_records(self.engine, table.schema.table_id))

@@ -68,6 +68,14 @@ def _guard(batches: Iterator, budget: Budget) -> Iterator:
         raise
 
 
+def _interrupt(cursor) -> None:
+    """The statement's timer: interrupt its cursor (already closed: nothing to stop)."""
+    try:
+        cursor.interrupt()
+    except duckdb.Error:
+        pass
+
+
 class Running:
     """A statement DuckDB is running: ``reader`` streams its answer."""
 
@@ -86,6 +94,8 @@ class Running:
                 try:
                     batch = self.reader.read_next_batch()
                 except StopIteration:
+                    if self._budget.failure is not None:  # a scan failed where DuckDB
+                        raise self._budget.failure from None  # could not see it
                     break
                 except Exception as exc:  # noqa: BLE001 - translated
                     raise translate(exc, self._budget) from None
@@ -115,9 +125,12 @@ class Running:
 class Duck:
     """An in-memory DuckDB database for one SQL session."""
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, threads: int = 1) -> None:
+        # One thread: the scans are Python (the GIL bounds them), and DuckDB then reads
+        # ahead of the answer less, so a LIMIT it satisfies stops the scans sooner.
         self._db = duckdb.connect(":memory:", config={"threads": threads})
         self._lock = threading.Lock()
+        self._running: weakref.WeakSet = weakref.WeakSet()
 
     def run(self, sql: str, params: list, sources: list[tuple[str, pa.Schema, Iterator]],
             budget: Budget, batch_rows: int = 8192) -> Running:
@@ -130,7 +143,7 @@ class Duck:
                 cursor.register(name, pa.RecordBatchReader.from_batches(
                     schema, _guard(batches, budget)))
             if budget.timeout is not None:
-                timer = threading.Timer(budget.timeout, cursor.interrupt)
+                timer = threading.Timer(budget.timeout, _interrupt, (cursor,))
                 timer.daemon = True
                 timer.start()
             result = cursor.execute(sql, params or None)
@@ -141,7 +154,9 @@ class Duck:
             budget.stop.set()
             cursor.close()
             raise translate(exc, budget) from None
-        return Running(cursor, reader, budget, timer)
+        running = Running(cursor, reader, budget, timer)
+        self._running.add(running)
+        return running
 
     def copy(self, sql: str, params: list, sources: list, budget: Budget, path: str,
              fmt: str) -> int:
@@ -174,4 +189,7 @@ class Duck:
         return int(next(iter(flat[0].values()))) if flat else 0
 
     def close(self) -> None:
+        """Close the database, first winding down every statement still open."""
+        for running in list(self._running):
+            running.close()
         self._db.close()

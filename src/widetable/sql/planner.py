@@ -68,6 +68,7 @@ class ScanSpec:
     hint: str | None = None  # USE INDEX(name); "" for USE INDEX()
     residual: int = 0  # conjuncts of this table's WHERE that are not predicates
     limit: object = None  # int or Param: rows the scan may stop after (LIMIT + OFFSET)
+    early: bool = False  # a LIMIT may stop the scan early: read in key order, not in parallel
     offset: object = None
 
 
@@ -79,7 +80,8 @@ class QueryPlan:
     duck_sql: str
     params: int
     point: bool = False
-    output: list[tuple[str, Column]] = field(default_factory=list)  # the point path's columns
+    direct: bool = False  # plain columns of one table: rows can come without DuckDB
+    output: list[tuple[str, Column]] = field(default_factory=list)  # the direct path's columns
 
 
 _OPS = {exp.EQ: "=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
@@ -164,7 +166,10 @@ def _plan_scope(scope, used: dict[str, Mapping], scans: list[ScanSpec], root) ->
         mapping = used[table.name]
         names = {c.name for c in root.find_all(exp.Column) if c.table == alias}
         columns = tuple(c for c in mapping.columns if c.name in names)
-        spec = ScanSpec(f"__wt_scan_{len(scans)}", alias, mapping, columns, hint=_hint(table))
+        hint = _hint(table)
+        if hint is None:
+            hint = mapping.search_index  # a search-index mapping reads its index
+        spec = ScanSpec(f"__wt_scan_{len(scans)}", alias, mapping, columns, hint=hint)
         if alias not in nullable:
             for c in conjuncts:
                 tabs = {col.table for col in c.find_all(exp.Column)}
@@ -282,7 +287,10 @@ def _push_limit(tree: exp.Expression, scans: list[ScanSpec]) -> None:
     if from_ is None or not isinstance(from_.this, exp.Table) or _aggregates(tree):
         return
     limit = tree.args.get("limit")
-    if limit is None or scans[0].residual:
+    if limit is None:
+        return
+    scans[0].early = True
+    if scans[0].residual:
         return
     n = _value(limit.expression)
     offset = tree.args.get("offset")
@@ -293,13 +301,28 @@ def _push_limit(tree: exp.Expression, scans: list[ScanSpec]) -> None:
 
 
 def _mark_point(tree: exp.Expression, plan: QueryPlan) -> None:
-    """Whether the query is one row by its full key, of plain columns: the get_row path."""
+    """Whether the query is plain columns of one table with nothing for DuckDB to do but
+    filter (``direct``: when the bound key ranges are exact, the session reads the rows
+    itself), and whether it is one row by its full key (``point``: one get_row)."""
     if len(plan.scans) != 1 or not isinstance(tree, exp.Select):
         return
     spec = plan.scans[0]
-    if tree.args.get("joins") or spec.residual or spec.hint is not None or _aggregates(tree):
+    if tree.args.get("joins") or spec.residual or _aggregates(tree):
         return
-    if any(tree.args.get(k) for k in ("group", "having", "distinct", "order", "offset", "qualify")):
+    if any(tree.args.get(k) for k in ("group", "having", "distinct", "order", "qualify")):
+        return
+    from_ = tree.args.get("from")
+    if from_ is None or not isinstance(from_.this, exp.Table):
+        return
+    out = []
+    for e in tree.expressions:
+        col = e.this if isinstance(e, exp.Alias) else e
+        if not isinstance(col, exp.Column):
+            return
+        out.append((e.alias_or_name, spec.mapping.column(col.name)))
+    plan.direct = True
+    plan.output = out
+    if tree.args.get("offset") or spec.hint is not None:
         return
     limit = tree.args.get("limit")
     if limit is not None:
@@ -310,11 +333,4 @@ def _mark_point(tree: exp.Expression, plan: QueryPlan) -> None:
     eq = [p for p in spec.preds if p.op == "="]
     if len(eq) != len(spec.preds) or sorted(p.column for p in eq) != sorted(key):
         return
-    out = []
-    for e in tree.expressions:
-        col = e.this if isinstance(e, exp.Alias) else e
-        if not isinstance(col, exp.Column):
-            return
-        out.append((e.alias_or_name, spec.mapping.column(col.name)))
     plan.point = True
-    plan.output = out

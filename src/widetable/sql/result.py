@@ -73,7 +73,11 @@ class SQLResult:
 
     ``columns``: ``[(name, SQL type)]``. ``rows``: every row as a tuple. Iterating
     yields the rows as tuples, streaming. ``stats``: rows the store read per table.
+    ``kind``: the statement's kind (query, explain, copy, create, alter_add,
+    alter_drop, drop_mapping, describe, show_tables, show_index).
     """
+
+    kind = "query"
 
     def __init__(self, columns: list[tuple[str, str]], rows: list[tuple] | None = None,
                  stream=None, schema: pa.Schema | None = None,

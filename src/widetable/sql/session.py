@@ -42,8 +42,11 @@ _UNSET = object()
 class SQLSession:
     """Runs SQL statements against one store. Thread-safe."""
 
-    def __init__(self, ctx: StoreContext, instance: str | None = None) -> None:
+    def __init__(self, ctx: StoreContext, instance: str | None = None, search=None) -> None:
+        """``search``: the store's search-index calls (``list_search_index``,
+        ``describe_search_index``, ``search``), for the search-index access path."""
         self._ctx = ctx
+        self._search = search
         self.mappings = MappingCatalog(ctx.engine)
         path = ctx.path if isinstance(ctx.path, str) and not ctx.path.startswith(":") else None
         self.instance = instance or (os.path.basename(os.path.abspath(path)) if path else "memory")
@@ -67,12 +70,15 @@ class SQLSession:
                                    f"{len(values)} were given")
         kind = stmt.kind
         if kind == "query":
-            return self._query(plan, values, limits)  # type: ignore[arg-type]
-        if kind == "explain":
-            return self._explain(plan, values)  # type: ignore[arg-type]
-        if kind == "copy":
-            return self._copy(stmt, plan, values, limits)  # type: ignore[arg-type]
-        return self._ddl(stmt)
+            result = self._query(plan, values, limits)  # type: ignore[arg-type]
+        elif kind == "explain":
+            result = self._explain(plan, values)  # type: ignore[arg-type]
+        elif kind == "copy":
+            result = self._copy(stmt, plan, values, limits)  # type: ignore[arg-type]
+        else:
+            result = self._ddl(stmt)
+        result.kind = kind
+        return result
 
     def _prepared(self, text: str) -> tuple[statements.Statement, QueryPlan | None]:
         with self._lock:
@@ -96,12 +102,34 @@ class SQLSession:
         out = []
         for spec in plan.scans:
             base = self._table(spec.mapping)
-            access = choose(spec, base, values, self._ctx.catalog.table)
+            access = choose(spec, base, values, self._ctx.catalog.table, self._searches(base))
             if spec.limit is not None and access.exact:
                 n, m = (bind_value(spec.limit, values), bind_value(spec.offset, values))
                 if type(n) is int and type(m) is int and n >= 0 and m >= 0:
                     access.limit = n + m
             out.append(access)
+        return out
+
+    def _searches(self, base) -> dict:
+        """``{index: ({field: type}, page)}`` of ``base``'s search indexes."""
+        search = self._search
+        if search is None:
+            return {}
+        names = [n for t, n in search.list_search_index(base.name) if t == base.name]
+        if not names:
+            return {}
+        from ..search.execute import RETURN_NONE
+        out = {}
+        for name in names:
+            meta = search.describe_search_index(base.name, name).meta
+            fields = {(f.column or f.name): f.type for f in meta.fields
+                      if f.index and not f.is_array and (f.column or f.name) == f.name}
+
+            def page(query, token, limit, columns, _name=name):
+                r = search.search(base.name, _name, query, limit=limit, next_token=token,
+                                  columns=columns or RETURN_NONE)
+                return r.rows, r.next_token
+            out[name] = (fields, page)
         return out
 
     def _table(self, mapping: Mapping):
@@ -124,6 +152,8 @@ class SQLSession:
                 return result
         accesses = self._bind(plan, values)
         budget = self._budget(limits)
+        if plan.direct and accesses[0].exact and budget.max_rows is not None:
+            return self._direct(plan, accesses[0], values, budget)
         running = self._run(plan, accesses, values, budget)
         from .result import normalized_schema, sql_type
         schema = normalized_schema(running.reader.schema)
@@ -135,7 +165,7 @@ class SQLSession:
         from .scan import batches
         sources = []
         for spec, access in zip(plan.scans, accesses):
-            cuts = self._boundaries(access)
+            cuts = None if spec.early else self._boundaries(access)
             schema, it = batches(access, spec.columns, budget, cuts)
             sources.append((spec.view, schema, it))
         return sources
@@ -160,6 +190,32 @@ class SQLSession:
                 self._duck = Duck()
             return self._duck
 
+    def _direct(self, plan: QueryPlan, access: Access, values: list, budget) -> SQLResult:
+        """Plain columns of exact key ranges: the rows, read in key order, without DuckDB
+        (bounded by ``max_scan_rows``). LIMIT and OFFSET apply here."""
+        from .planner import Param
+        from .scan import rows
+        spec = plan.scans[0]
+        tree_limit, tree_offset = spec.limit, spec.offset
+        n = bind_value(tree_limit, values) if tree_limit is not None else None
+        m = bind_value(tree_offset, values) if tree_offset is not None else 0
+        if (n is not None and (type(n) is not int or n < 0)) or type(m) is not int or m < 0:
+            raise ParameterInvalid(f"LIMIT and OFFSET must be integers >= 0, got "
+                                   f"{describe(n)} and {describe(m)}")
+        _ = Param
+        columns = [(name, SQL_NAME[c.wtype]) for name, c in plan.output]
+        names = access.base.schema.pk_names if (access.kind == "index" and not access.covering) \
+            or access.kind == "search" else access.table.schema.pk_names
+        out: list[tuple] = []
+        for page in rows(access, spec.columns, budget):
+            for pk, cells in page:
+                out.append(_tuple(pk, cells, plan.output, names, access.base.name))
+        if m:
+            out = out[m:]
+        if n is not None:
+            out = out[:n]
+        return SQLResult(columns, out, stats=budget.rows_read)
+
     def _point(self, plan: QueryPlan, values: list) -> SQLResult | None:
         """The get_row path; None when the bound values do not fit the key (DuckDB decides)."""
         spec = plan.scans[0]
@@ -176,17 +232,8 @@ class SQLSession:
         row = table.get_row(tuple(pk))
         if row is None:
             return SQLResult(columns, [], stats={table.name: 0})
-        key = dict(zip(table.schema.pk_names, row.primary_key))
-        cells = row.columns
-        out = []
-        for _, c in plan.output:
-            v = key[c.name] if c.name in key else cells.get(c.name)
-            if v is not None and not fits(v, c.wtype):
-                raise ParameterInvalid(
-                    f"column {c.name!r} of table {table.name!r} is mapped as {c.sql_type} but "
-                    f"row {row.primary_key!r} holds {type(v).__name__} {v!r}")
-            out.append(v)
-        return SQLResult(columns, [tuple(out)], stats={table.name: 1})
+        out = _tuple(row.primary_key, row.columns, plan.output, table.schema.pk_names, table.name)
+        return SQLResult(columns, [out], stats={table.name: 1})
 
     def _explain(self, plan: QueryPlan, values: list) -> SQLResult:
         columns = [("table", "MEDIUMTEXT"), ("access", "MEDIUMTEXT"),
@@ -202,7 +249,7 @@ class SQLSession:
         for spec, a in zip(plan.scans, accesses):
             path = a.describe()
             if a.kind == "full":
-                cuts = self._boundaries(a)
+                cuts = None if spec.early else self._boundaries(a)
                 path += f" ({len(cuts) + 1} partitions in parallel)" if cuts else ""
             pushed = ["columns: " + (", ".join(c.name for c in spec.columns) or "(none)")]
             if a.used:
@@ -211,7 +258,11 @@ class SQLSession:
                 pushed.append(f"limit: {a.limit}")
             name = spec.mapping.name + (f" AS {spec.alias}" if spec.alias != spec.mapping.name else "")
             rows.append((name, path, "; ".join(pushed)))
-        rows.append(("(duckdb)", "runs the rest", plan.duck_sql))
+        if plan.direct and accesses[0].exact:
+            rows.append(("(no duckdb)", "rows read directly", "plain columns of exact key ranges"
+                         " (DuckDB runs it when max_scan_rows is None)"))
+        else:
+            rows.append(("(duckdb)", "runs the rest", plan.duck_sql))
         return SQLResult(columns, rows)
 
     def _point_fits(self, plan: QueryPlan, values: list) -> bool:
@@ -245,9 +296,14 @@ class SQLSession:
         with self._lock:
             self._cache.clear()
         if kind == "create":
-            table = self._ctx.catalog.base_table(stmt.name)
-            self.mappings.create(Mapping(stmt.name, stmt.name, tuple(stmt.primary_key),
-                                         tuple(stmt.columns)), table)
+            table = self._ctx.catalog.base_table(stmt.table or stmt.name)
+            if stmt.search_index is not None:
+                found = [] if self._search is None else self._search.list_search_index(table.name)
+                if (table.name, stmt.search_index) not in found:
+                    raise ObjectNotExist(f"table {table.name!r} has no search index "
+                                         f"{stmt.search_index!r}")
+            self.mappings.create(Mapping(stmt.name, table.name, tuple(stmt.primary_key),
+                                         tuple(stmt.columns), stmt.search_index), table)
         elif kind == "alter_add":
             m = self.mappings.get(stmt.name)
             self.mappings.add_column(stmt.name, stmt.columns[0], self._table(m))
@@ -279,6 +335,19 @@ class SQLSession:
         if self._duck is not None:
             self._duck.close()
             self._duck = None
+
+
+def _tuple(pk: tuple, cells: dict, output: list, key_names: tuple, table: str) -> tuple:
+    """One output row of the direct paths, each value checked against its mapped type."""
+    out = []
+    for _, c in output:
+        v = pk[key_names.index(c.name)] if c.name in key_names else cells.get(c.name)
+        if v is not None and not fits(v, c.wtype):
+            raise ParameterInvalid(
+                f"column {c.name!r} of table {table!r} is mapped as {c.sql_type} but "
+                f"row {pk!r} holds {type(v).__name__} {v!r}; map it with the type it holds")
+        out.append(v)
+    return tuple(out)
 
 
 def bind_value(v: object, values: list) -> object:

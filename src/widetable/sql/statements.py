@@ -46,6 +46,8 @@ class Statement:
     copy_format: str = "parquet"
     if_exists: bool = False
     params: int = 0  # how many ? parameters
+    table: str = ""  # the data table a CREATE maps
+    search_index: str | None = None  # ENGINE='searchindex': the index it maps
 
 
 def parse(text: str) -> Statement:
@@ -90,17 +92,45 @@ def _first_line(e: Exception) -> str:
     return str(e).splitlines()[0]
 
 
-def _number_params(tree: exp.Expression) -> tuple[exp.Expression, int]:
-    count = 0
+def _number_params(tree: exp.Expression, body: str = "") -> tuple[exp.Expression, int]:
+    """Number the ``?`` of ``tree`` in the order they appear in the text (``$1``, ``$2``...).
 
-    def number(node: exp.Expression) -> exp.Expression:
-        nonlocal count
-        if isinstance(node, exp.Placeholder) and not node.this:
-            count += 1
-            return exp.Placeholder(this=str(count))
-        return node
+    sqlglot's tree holds clauses in its own order (LIMIT before WHERE), so the order
+    comes from the statement as MySQL writes it: clause order, except ``LIMIT a, b``
+    where the offset comes first in the text.
+    """
+    marks = [n for n in tree.find_all(exp.Placeholder) if not n.this]
+    if not marks:
+        return tree, 0
+    for k, node in enumerate(marks):
+        node.set("this", f"wtp{k}")
+    generated = tree.sql("mysql")
+    order = [int(m) for m in re.findall(r":wtp(\d+)", generated)]
+    comma_limits = iter(_comma_limits(body))
+    for m in re.finditer(r"LIMIT :wtp(\d+) OFFSET :wtp(\d+)", generated):
+        if next(comma_limits, False):
+            a, b = order.index(int(m.group(1))), order.index(int(m.group(2)))
+            order[a], order[b] = order[b], order[a]
+    position = {k: i + 1 for i, k in enumerate(order)}
+    for k, node in enumerate(marks):
+        node.set("this", str(position[k]))
+    return tree, len(marks)
 
-    return tree.transform(number), count
+
+def _comma_limits(body: str) -> list[bool]:
+    """For each LIMIT of ``body`` that takes two ``?``, whether it is written ``LIMIT ?, ?``."""
+    from sqlglot.tokens import TokenType
+    tokens = sqlglot.Dialect.get_or_raise("mysql").tokenize(body)
+    out = []
+    for i, t in enumerate(tokens):
+        if t.token_type == TokenType.LIMIT and i + 1 < len(tokens):
+            nxt = [x.token_type for x in tokens[i + 1:i + 4]]
+            if nxt[:1] == [TokenType.PLACEHOLDER]:
+                if nxt == [TokenType.PLACEHOLDER, TokenType.COMMA, TokenType.PLACEHOLDER]:
+                    out.append(True)
+                elif len(nxt) >= 3 and nxt[1] == TokenType.OFFSET:
+                    out.append(False)
+    return out
 
 
 def _table_name(node: exp.Expression | None) -> str:
@@ -114,7 +144,7 @@ def _table_name(node: exp.Expression | None) -> str:
 
 def _classify(tree: exp.Expression, body: str) -> Statement:
     if isinstance(tree, QUERY_TYPES):
-        tree, n = _number_params(tree)
+        tree, n = _number_params(tree, body)
         return Statement("query", query=tree, params=n)
     if isinstance(tree, exp.Copy):
         return _copy(tree)
@@ -124,7 +154,7 @@ def _classify(tree: exp.Expression, body: str) -> Statement:
         return _alter(tree)
     if isinstance(tree, exp.Describe):
         if isinstance(tree.this, QUERY_TYPES):
-            tree, n = _number_params(tree.this)
+            tree, n = _number_params(tree.this, body)
             return Statement("explain", query=tree, params=n)
         return Statement("describe", name=_table_name(tree.this))
     if isinstance(tree, exp.Show) and str(tree.name).upper() == "TABLES":
@@ -143,11 +173,19 @@ def _create(tree: exp.Create) -> Statement:
         raise ParameterInvalid("CREATE TABLE must declare its columns and PRIMARY KEY(...)")
     name = _table_name(schema.this)
     props = tree.args.get("properties")
+    engine, attribute = None, None
     for p in (props.expressions if props else []):
         if isinstance(p, exp.EngineProperty):
             engine = p.this.name if isinstance(p.this, exp.Expression) else str(p.this)
-            raise ParameterInvalid(f"ENGINE={engine!r} mapping tables are not supported yet "
-                                   "(search-index mappings wait for the search index)")
+        elif isinstance(p, exp.Property) and p.name.upper() == "ENGINE_ATTRIBUTE":
+            value = p.args.get("value")
+            attribute = value.name if isinstance(value, exp.Expression) else str(value)
+    table, search_index = name, None
+    if engine is not None:
+        if engine.lower() != "searchindex":
+            raise ParameterInvalid(f"ENGINE={engine!r} is not supported; mapping tables map a "
+                                   "data table, or a search index with ENGINE='searchindex'")
+        table, search_index = _search_attribute(attribute, name)
     columns: list[Column] = []
     pk: list[str] = []
     for e in schema.expressions:
@@ -165,7 +203,23 @@ def _create(tree: exp.Create) -> Statement:
             raise ParameterInvalid(f"unsupported item in CREATE TABLE: {e.sql('mysql')!r}")
     if not pk:
         raise ParameterInvalid(f"CREATE TABLE {name} must declare PRIMARY KEY(...)")
-    return Statement("create", name=name, columns=columns, primary_key=pk)
+    return Statement("create", name=name, columns=columns, primary_key=pk, table=table,
+                     search_index=search_index)
+
+
+def _search_attribute(attribute: str | None, name: str) -> tuple[str, str]:
+    """``(table, index)`` of ENGINE_ATTRIBUTE='{"index_name": ..., "table_name": ...}'."""
+    import json
+    try:
+        d = json.loads(attribute) if attribute else None
+    except ValueError:
+        d = None
+    if not isinstance(d, dict) or not isinstance(d.get("index_name"), str) \
+            or not isinstance(d.get("table_name"), str):
+        raise ParameterInvalid(
+            f"mapping {name!r} with ENGINE='searchindex' needs ENGINE_ATTRIBUTE="
+            "'{\"index_name\": \"...\", \"table_name\": \"...\"}'")
+    return d["table_name"], d["index_name"]
 
 
 def _alter(tree: exp.Alter) -> Statement:
@@ -203,5 +257,5 @@ def _copy(tree: exp.Copy) -> Statement:
         fmt = "arrow"
     if fmt not in ("parquet", "arrow", "csv"):
         raise ParameterInvalid(f"COPY format must be parquet, arrow or csv, got {fmt!r}")
-    query, n = _number_params(query)
+    query, n = _number_params(query, tree.sql("mysql"))
     return Statement("copy", query=query, path=path, copy_format=fmt, params=n)

@@ -10,6 +10,8 @@ parent shard and opens two children, a merge closes two and opens one, and
 order; a key's records before a split are in the parent, later ones in the
 child, so reading each parent to its end before its children keeps every
 key's records in order. Iterators are opaque strings.
+
+Every function takes the store context (``widetable.context.StoreContext``).
 """
 
 from __future__ import annotations
@@ -71,26 +73,26 @@ def stream_id_of(schema) -> str:
     return f"{base}/{schema.stream_since}" if schema.stream_since else base
 
 
-def _stream_table(db, stream_id: object):
+def _stream_table(ctx, stream_id: object):
     if isinstance(stream_id, str) and "/" in stream_id:
         name = stream_id.split("/", 1)[0]
-        table = db._tables.get(name)
+        table = ctx.tables.get(name)
         if table is not None and table.schema.stream and stream_id == stream_id_of(table.schema):
             return table
     raise ObjectNotExist(f"stream {describe(stream_id)} does not exist")
 
 
-def list_stream(db, name: str | None = None) -> list[StreamInfo]:
-    tables = [db._base_table(name)] if name is not None else list(db._tables.values())
+def list_stream(ctx, name: str | None = None) -> list[StreamInfo]:
+    tables = [ctx.catalog.base_table(name)] if name is not None else list(ctx.tables.values())
     return [
         StreamInfo(stream_id_of(t.schema), t.name, t.schema.created_at)
         for t in sorted(tables, key=lambda t: t.name) if t.schema.stream
     ]
 
 
-def describe_stream(db, stream_id: str) -> StreamDescription:
-    table = _stream_table(db, stream_id)
-    tp = db._partitions.partitions(table)
+def describe_stream(ctx, stream_id: str) -> StreamDescription:
+    table = _stream_table(ctx, stream_id)
+    tp = ctx.partitions.partitions(table)
     live = {p.id: p for p in tp.router.parts}
     parents: dict[int, list[int]] = {}
     children: dict[int, list[int]] = {}
@@ -107,7 +109,7 @@ def describe_stream(db, stream_id: str) -> StreamDescription:
             shard, tuple(parents.get(shard, ())), tuple(children.get(shard, ())),
             tp.value_of(p.start) if p else None, tp.value_of(p.end) if p else None, p is None,
         ))
-    lagging = [d.name for d in db._indexes.describe(table) if d.behind_retention]
+    lagging = [_display_name(name) for name in ctx.changelog.lagging(table)]
     return StreamDescription(stream_id, table.name, "active", table.schema.stream_retention,
                              shards, lagging)
 
@@ -122,15 +124,20 @@ def check_position(position: object) -> None:
         f"position must be 'TRIM_HORIZON', 'LATEST' or a sequence number, got {describe(position)}")
 
 
-def get_shard_iterator(db, stream_id: str, shard_id: object, position: object) -> str:
-    table = _stream_table(db, stream_id)
-    tp = db._partitions.partitions(table)
+def _display_name(consumer: str) -> str:
+    """A consumer as describe_stream lists it: a global index by its name."""
+    return consumer.split(":", 1)[1] if consumer.startswith("index:") else consumer
+
+
+def get_shard_iterator(ctx, stream_id: str, shard_id: object, position: object) -> str:
+    table = _stream_table(ctx, stream_id)
+    tp = ctx.partitions.partitions(table)
     if type(shard_id) is not int or not 0 <= shard_id < tp.next_id:
         raise ParameterInvalid(f"stream {stream_id!r} has no shard {describe(shard_id)}")
     check_position(position)
     since = table.schema.stream_since
     if position == "TRIM_HORIZON":  # the oldest record retention has kept
-        after = max(since or -1, log.trim_mark(db._engine, table.schema.table_id, shard_id))
+        after = max(since or -1, log.trim_mark(ctx.engine, table.schema.table_id, shard_id))
     elif position == "LATEST":
         after = table._changes.seq if table._changes is not None else 0
     else:
@@ -138,33 +145,33 @@ def get_shard_iterator(db, stream_id: str, shard_id: object, position: object) -
     return _encode(table.schema.table_id, shard_id, after, since)
 
 
-def iterator_table(db, iterator: object):
+def iterator_table(ctx, iterator: object):
     """The table whose stream ``iterator`` reads (None: it is gone); ParameterInvalid if
     ``iterator`` is not one."""
-    return _table_of(db, decode_iterator(iterator)[0])
+    return _table_of(ctx, decode_iterator(iterator)[0])
 
 
-def _table_of(db, table_id: int):
-    return next((t for t in list(db._tables.values()) if t.schema.table_id == table_id), None)
+def _table_of(ctx, table_id: int):
+    return next((t for t in list(ctx.tables.values()) if t.schema.table_id == table_id), None)
 
 
 MAX_PAGE_BYTES = 4 * 2**20  # of stored records in one page, as a range page's rows (at least one)
 
 
-def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
+def get_stream_record(ctx, iterator: object, limit: int = 100) -> StreamRecords:
     table_id, shard, after, since = decode_iterator(iterator)
-    table = _table_of(db, table_id)
+    table = _table_of(ctx, table_id)
     if table is None or not table.schema.stream or table.schema.stream_since != since:
         # No stream, or a newer one: the stream was turned off (and on) since.
         raise ObjectNotExist(f"the stream of iterator {describe(iterator)} does not exist")
     if type(limit) is not int or not 1 <= limit <= 1000:
         raise ParameterInvalid(f"limit must be 1-1000 records, got {describe(limit)}")
-    tp = db._partitions.partitions(table)
+    tp = ctx.partitions.partitions(table)
     closed = shard not in {p.id for p in tp.router.parts}
     feed = table._changes
     if closed and feed is not None:
         feed.barrier()  # no write can still be on its way into a closed shard
-    engine = db._engine
+    engine = ctx.engine
     trimmed = log.trim_mark(engine, table_id, shard)
     if after < trimmed:
         raise TrimmedDataAccess(
@@ -178,8 +185,8 @@ def get_stream_record(db, iterator: object, limit: int = 100) -> StreamRecords:
             more = True
             break
         size += len(value)
-        after = int.from_bytes(key[9:17], "big")
-        if value[1:2] == bytes([log.PURGE]):  # fixarray marker, then the op: skip internal records
+        after = layout.change_log_seq(key)
+        if log.is_purge(value):  # internal records: Tablestore's TTL makes no stream records
             continue
         records.append(log.decode_record(key, value))
     if closed and not more:

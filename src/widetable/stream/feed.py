@@ -35,7 +35,7 @@ from bisect import bisect_right as _bisect
 from collections.abc import Callable
 
 from ..errors import InvalidPK, WidetableError
-from ..keys import codec, layout
+from ..keys import layout
 from ..table import rowcodec
 from ..table.values import now_ms
 from . import log
@@ -96,13 +96,13 @@ class TableFeed:
         self.tail: list[tuple[bytes, int, int, bytes | None]] | None = None
         self.tail_from = seq
         self.tail_bytes = 0
-        self._prefix = layout.CHANGE_LOG + table_id.to_bytes(4, "big")
+        self._log_key = layout.change_log_encoder(table_id)  # (shard, seq) -> record key
         self._new_batch, self._write, self._find = engine.batch, engine.write, router.find
         self._get = engine.get
 
     @staticmethod
     def decode_pk(key: bytes) -> tuple:
-        return codec.decode_tuple(key, 5)
+        return layout.decode_row_pk(key)
 
     def set_tail(self, on: bool) -> None:
         """Keep (or stop keeping) the in-memory tail of the log, from the next record on."""
@@ -162,8 +162,7 @@ class TableFeed:
             bounds, parts = self.router.state  # router.find(key), inlined
             shard = parts[_bisect(bounds, key)].id
             ts = _time_ns() // 1_000_000
-            batch.put(self._prefix + shard.to_bytes(4, "big") + seq.to_bytes(8, "big"),
-                      _pack((1, ts, blob)))  # log.PUT
+            batch.put(self._log_key(shard, seq), _pack((1, ts, blob)))  # log.PUT
             self._write(batch)
             self.seq = seq
             tail = self.tail
@@ -253,14 +252,14 @@ class TableFeed:
         """Put ``records`` (see :meth:`commit`) into ``batch`` with seqs after ``self.seq``
         and commit time ``ts``; returns their tail items. Caller holds ``lock`` and calls
         :meth:`_committed` once the batch is written."""
-        prefix, find = self._prefix, self.router.find
+        log_key, find = self._log_key, self.router.find
         seq = self.seq
         added = []
         for key, rec, image in records:
             seq += 1
             rec[1] = ts
             shard = find(key).id
-            batch.put(prefix + shard.to_bytes(4, "big") + seq.to_bytes(8, "big"), _pack(rec))
+            batch.put(log_key(shard, seq), _pack(rec))
             if image is not None and len(image) > IMAGE_MAX:
                 image = NO_IMAGE
             added.append((key, shard, ts, image))

@@ -66,6 +66,15 @@ def decode_pk(record: list) -> tuple:
     return tuple(record[2])
 
 
+def is_purge(value: bytes) -> bool:
+    """Whether a stored record is a PURGE (read without decoding: the fixarray marker,
+    then the op)."""
+    return value[1:2] == _PURGE_OP
+
+
+_PURGE_OP = bytes([PURGE])
+
+
 def unpack(value: bytes) -> list:
     return msgpack.unpackb(value, raw=False, use_list=True)
 
@@ -95,19 +104,17 @@ def scan_shard(engine, table_id: int, shard: int, after: int = -1) -> Iterator[t
     """``(seq, raw record)`` of one shard with seq > ``after``, in order."""
     lo, hi = layout.change_log_range(table_id, shard, after)
     for key, value in engine.scan(lo, hi):
-        yield int.from_bytes(key[9:17], "big"), unpack(value)
+        yield layout.change_log_seq(key), unpack(value)
 
 
 def shards_with_records(engine, table_id: int) -> Iterator[int]:
     """The shards of ``table_id`` that hold records, in order: one seek per such shard,
     so shards emptied long ago (a table split many times) cost nothing."""
-    prefix = layout.CHANGE_LOG + table_id.to_bytes(4, "big")
-    _, hi = layout.change_log_range(table_id)
     shard = 0
     while shard < 2**32:
         found = None
-        for key, _ in engine.scan(prefix + shard.to_bytes(4, "big"), hi):
-            found = int.from_bytes(key[5:9], "big")
+        for key, _ in engine.scan(*layout.change_log_shards_from(table_id, shard)):
+            found = layout.change_log_shard(key)
             break
         if found is None:
             return
@@ -118,14 +125,14 @@ def shards_with_records(engine, table_id: int) -> Iterator[int]:
 def last_seq(engine, table_id: int, shard: int) -> int:
     """The highest seq stored in ``shard`` (0 if it has none)."""
     for key, _ in engine.scan(*layout.change_log_range(table_id, shard), reverse=True):
-        return int.from_bytes(key[9:17], "big")
+        return layout.change_log_seq(key)
     return 0
 
 
 def first_seq(engine, table_id: int, shard: int, after: int = -1) -> tuple[int, int] | None:
     """``(seq, ts)`` of the first record of ``shard`` after ``after``, or None."""
     for key, value in engine.scan(*layout.change_log_range(table_id, shard, after)):
-        return int.from_bytes(key[9:17], "big"), unpack(value)[1]
+        return layout.change_log_seq(key), unpack(value)[1]
     return None
 
 
@@ -138,7 +145,7 @@ def trim_shard(engine, table_id: int, shard: int, cutoff_ms: int, keep_after: in
     dropped = 0
     last = -1
     for key, value in engine.scan(lo, hi):
-        seq = int.from_bytes(key[9:17], "big")
+        seq = layout.change_log_seq(key)
         if (keep_after is not None and seq > keep_after) or unpack(value)[1] >= cutoff_ms:
             end = key
             break

@@ -29,10 +29,17 @@ _READ_OPTIONS = ("columns", "max_versions", "time_range", "filter")
 _UPDATE_PARTS = ("put", "delete_version", "delete_column", "increment")
 
 
+_NO_ROWS = {  # Tablestore's wording for an empty batch
+    "batch_get_row": "No row specified in the request of BatchGetRow. ",
+    "batch_write_row": "No row is specified in BatchWriteRow. ",
+}
+
+
 def _check_count(requests: object, limit: int, what: str) -> list:
     if not isinstance(requests, (list, tuple)) or not 1 <= len(requests) <= limit:
+        empty = isinstance(requests, (list, tuple)) and not requests
         raise ParameterInvalid(
-            f"{what} takes 1-{limit} rows, got "
+            f"{_NO_ROWS.get(what, '') if empty else ''}{what} takes 1-{limit} rows, got "
             f"{len(requests) if isinstance(requests, (list, tuple)) else describe(requests)}"
         )
     return list(requests)

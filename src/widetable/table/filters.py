@@ -482,7 +482,8 @@ def parse_filter(text: str) -> Filter:
     """Parse ``price >= 10 and not (city == 'x' or paid == true)`` into a Filter.
 
     Used by the CLI. Values are Python literals, ``true``/``false`` included;
-    a name on either side of a comparison is a column.
+    a name on either side of a comparison is a column, and
+    ``regex(info, 'age:(\\d+)', 'INTEGER') > 30`` is a SingleColumnRegexFilter.
     """
     if type(text) is not str:
         raise ParameterInvalid(f"a filter to parse must be text, got {describe(text)}")
@@ -513,6 +514,23 @@ def _literal(node: ast.AST) -> object:
     return _NO_LITERAL
 
 
+def _regex_call(node: ast.AST, text: str) -> regex_col | None:
+    """``regex(column, 'pattern'[, 'CAST'])`` as its builder, or None if ``node`` is no
+    such call."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "regex"):
+        return None
+    args = node.args
+    column = _column(args[0]) if args else None
+    rest = [_literal(a) for a in args[1:]]
+    if (node.keywords or column is None or not 1 <= len(rest) <= 2
+            or any(type(v) is not str for v in rest)):
+        raise ParameterInvalid(
+            f"cannot parse filter {text!r}: write regex(column, 'pattern') or "
+            "regex(column, 'pattern', 'INTEGER'), then a comparison")
+    return regex_col(column, *rest)  # type: ignore[arg-type]
+
+
 def _column(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name) and node.id not in _NAMED_LITERALS:
         return node.id
@@ -536,6 +554,11 @@ def _from_ast(node: ast.AST, text: str) -> Filter:
         column, value = _column(right), _literal(left)
         if column is not None and value is not _NO_LITERAL:
             return SingleColumnFilter(column, _FLIP[op], value)
+        for rule, other, how in ((left, right, op), (right, left, _FLIP[op])):
+            made = _regex_call(rule, text)
+            value = _literal(other)
+            if made is not None and value is not _NO_LITERAL:
+                return made._make(how, value)
     raise ParameterInvalid(
         f"cannot parse filter {text!r}: use comparisons like price >= 10 joined by and/or/not"
     )

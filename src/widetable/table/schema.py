@@ -69,6 +69,16 @@ class TableOptions:
     capacity: int = 0
     reserved_throughput: int = 0
     stats_retention: int = 7 * 86400
+    # Tablestore's reserved read and write capacity units as declared (CreateTable /
+    # UpdateTable), kept to describe them; throttling pools them (``reserved_pool``).
+    reserved_read: int = 0
+    reserved_write: int = 0
+
+    @property
+    def reserved_pool(self) -> float:
+        """Operations per second the table's one token bucket allows (0 = no limit):
+        ``reserved_throughput``, or else the reserved read and write units together."""
+        return self.reserved_throughput or self.reserved_read + self.reserved_write
 
     def checked(self) -> TableOptions:
         for name in PARTITION_OPTIONS:
@@ -107,6 +117,7 @@ class TableOptions:
 PARTITION_OPTIONS = (
     "split_size", "split_load", "split_load_window", "merge_size", "merge_load",
     "merge_window", "capacity", "reserved_throughput", "stats_retention",
+    "reserved_read", "reserved_write",
 )
 
 
@@ -137,8 +148,9 @@ class IndexSpec:
     """A secondary index as the base table's catalog entry stores it (see widetable.index).
 
     ``primary_key`` is the index's whole key: the declared columns followed by
-    the base table's remaining key columns. ``start_seq``: a global index
-    applies change records after it (earlier writes are backfilled).
+    the base table's remaining key columns; ``declared`` counts the declared ones
+    (0 in catalogs of earlier releases: ``declared_key`` works it out). ``start_seq``:
+    a global index applies change records after it (earlier writes are backfilled).
     ``building``: its backfill has not finished (a store that stopped in the
     middle of one finishes it when it opens again).
     """
@@ -151,6 +163,20 @@ class IndexSpec:
     created_at: float = 0.0
     start_seq: int = 0
     building: bool = False
+    declared: int = 0
+
+    def declared_key(self, base_pk: tuple[str, ...]) -> tuple[str, ...]:
+        """The key columns as declared; the rest of ``primary_key`` are the base table's
+        key columns (``base_pk``) the index appended. An index of an earlier release's
+        catalog (``declared`` 0) declared the shortest prefix after which come exactly
+        the base key columns it lacks."""
+        if self.declared:
+            return self.primary_key[:self.declared]
+        key = self.primary_key
+        for n in range(1, len(key) + 1):
+            if list(key[n:]) == [c for c in base_pk if c not in key[:n]]:
+                return key[:n]
+        return key
 
     def to_dict(self) -> dict:
         d = {
@@ -160,13 +186,16 @@ class IndexSpec:
         }
         if self.building:
             d["building"] = True
+        if self.declared:
+            d["declared"] = self.declared
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> IndexSpec:
+        declared = d.get("declared", 0)
         return cls(d["name"], d["table_id"], tuple(d["primary_key"]), tuple(d["defined_columns"]),
                    d["index_type"], d.get("created_at", 0.0), d.get("start_seq", 0),
-                   d.get("building", False) is True)
+                   d.get("building", False) is True, declared if type(declared) is int else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +300,8 @@ def check_primary_key(primary_key: object) -> tuple[tuple[str, str], ...]:
                 f"{', '.join(PK_TYPES)}"
             )
         if name in seen:
-            raise ParameterInvalid(f"primary key column {name!r} is declared twice")
+            raise ParameterInvalid(f"Duplicated primary key name: {name!r}. The column is "
+                                   "declared twice")
         seen.add(name)
         out.append((name, type_name))
     return tuple(out)

@@ -224,7 +224,7 @@ class Table:
 
     def _check_open(self) -> None:
         if self.dropped:
-            raise ObjectNotExist(f"table {self.name!r} does not exist")
+            raise ObjectNotExist(f"Requested table does not exist. Table {self.name!r} was dropped")
         self._ctx.check_open()
 
     def _key(self, pk: object) -> tuple[tuple, bytes]:
@@ -421,6 +421,16 @@ class Table:
             direction, limit=page_size, columns=columns, max_versions=max_versions,
             time_range=time_range, filter=filter,
         )
+
+    def to_arrow(self, start: object = None, end: object = None, columns: list[str] | None = None):
+        """The newest version of each row in ``[start, end)`` as a ``pyarrow.Table``: the key
+        columns, then ``columns`` (default: the predefined columns and those the first
+        page holds). Types map INTEGER -> int64, DOUBLE -> float64, BOOLEAN -> bool,
+        STRING -> string, BINARY -> binary; a value that does not fit is OTSParameterInvalid
+        naming its row. ``widetable.sql.interchange`` streams the same as record batches.
+        (The Arrow code lives there, so pyarrow stays out of the row layer.)"""
+        from ..sql.interchange import table_to_arrow
+        return table_to_arrow(self, start, end, columns)
 
     def _range_bounds(self, start: object, end: object, reverse: bool) -> tuple[bytes, bytes]:
         pad = codec.INF_MAX if reverse else codec.INF_MIN
@@ -716,14 +726,14 @@ class Table:
         )
         exists = row is not None and (bool(versions) or not row[2])
         if cond.row_existence is RowExistence.EXPECT_EXIST and not exists:
-            raise ConditionCheckFail(f"Condition check failed: row {describe(pk)} does not exist")
+            raise ConditionCheckFail(f"Condition check failed. Row {describe(pk)} does not exist")
         if cond.row_existence is RowExistence.EXPECT_NOT_EXIST and exists:
-            raise ConditionCheckFail(f"Condition check failed: row {describe(pk)} already exists")
+            raise ConditionCheckFail(f"Condition check failed. Row {describe(pk)} already exists")
         if cond.column_condition is not None:
             latest = {n: vs[0][1] for n, vs in versions.items()}
             if not cond.column_condition.matches(latest, versions):
                 raise ConditionCheckFail(
-                    f"Condition check failed: row {describe(pk)} does not match "
+                    f"Condition check failed. Row {describe(pk)} does not match "
                     f"{describe(cond.column_condition, 120)}"
                 )
 

@@ -31,6 +31,7 @@ registration has finished before the transaction's first read.
 from __future__ import annotations
 
 import copy
+import re
 import threading
 import time
 import uuid
@@ -63,6 +64,9 @@ def _slot_value(value: object) -> object:
     return bytes(value) if isinstance(value, (bytearray, memoryview)) else value  # type: ignore[arg-type]
 
 ACTIVE, COMMITTED, ABORTED, TIMED_OUT = "active", "committed", "aborted", "timed out"
+
+
+_TXN_ID = re.compile(r"[0-9A-F]{32}")  # uuid4().hex.upper(): what start() hands out
 
 
 class TransactionRegistry:
@@ -110,7 +114,13 @@ class TransactionRegistry:
         return txn
 
     def get(self, transaction_id: object) -> LocalTransaction:
-        """The open transaction ``transaction_id``; ``OTSSessionNotExist`` if there is none."""
+        """The open transaction ``transaction_id``; ``OTSSessionNotExist`` if there is none,
+        ``OTSParameterInvalid`` ("TransactionID is invalid.", as the service answers) if it
+        is not a transaction id at all (32 upper-case hex digits, as this store makes them)."""
+        if not (isinstance(transaction_id, str) and _TXN_ID.fullmatch(transaction_id)):
+            raise ParameterInvalid(
+                f"TransactionID is invalid. {describe(transaction_id)} is not a transaction id "
+                "(32 hexadecimal digits)")
         with self._cond:
             txn = self._by_id.get(transaction_id) if isinstance(transaction_id, str) else None
         if txn is None:

@@ -27,6 +27,7 @@ from ..table.filters import (
     Filter,
     RowExistence,
     SingleColumnFilter,
+    SingleColumnRegexFilter,
 )
 from ..table.row import Row
 from . import plainbuffer, rowshape
@@ -47,6 +48,11 @@ COMPARATORS = {
     ]
 }
 OPERATORS = {op: ct for ct, op in COMPARATORS.items()}
+# ValueTransferRule.cast_type (VariantType) of a regex filter; a rule without one casts
+# nothing (the match itself, a STRING).
+CASTS = {enum_value("VariantType", name): cast for name, cast in [
+    ("VT_INTEGER", "INTEGER"), ("VT_DOUBLE", "DOUBLE"), ("VT_STRING", "STRING")]}
+CAST_CODES = {cast: code for code, cast in CASTS.items()}
 LOGICAL = {
     enum_value("LogicalOperator", "LO_NOT"): "NOT",
     enum_value("LogicalOperator", "LO_AND"): "AND",
@@ -158,8 +164,17 @@ def key_values(table, items: list[tuple[str, object]], what: str = "primary key"
     names = table._names
     if len(items) == len(names) and all(n == m for (n, _), m in zip(items, names)):
         return tuple(v for _, v in items)
-    got = [n for n, _ in items]
-    raise _invalid_pk(f"{what} names columns {got}; table {table.name!r} has {list(names)}")
+    raise _invalid_pk(pk_name_mismatch([n for n, _ in items], names, table.name, what))
+
+
+def pk_name_mismatch(got: list, names: tuple[str, ...], table: str, what: str) -> str:
+    """The service's OTSInvalidPK message for a key whose column names are not the
+    table's, in order ("Validate PK name fail. Input: PK2, Meta: PK1."), then ours."""
+    detail = f"the {what} names {got}; table {table!r} has {list(names)}"
+    for g, n in zip(got, names):
+        if g != n:
+            return f"Validate PK name fail. Input: {g}, Meta: {n}. ({detail})"
+    return f"Primary key schema mismatch. ({detail})"
 
 
 def _invalid_pk(message: str):
@@ -363,11 +378,19 @@ def _decode_filter(data: bytes, allow_pagination: bool, depth: int) -> object:
     msg = pb.Filter.FromString(data)
     if msg.type == FT_SINGLE:
         f = pb.SingleColumnValueFilter.FromString(msg.filter)
-        if f.HasField("value_trans_rule"):
-            raise NotSupported("regex value-transfer rules in filters are not supported")
         op = COMPARATORS.get(f.comparator)
         if op is None:
             raise NotSupported(f"filter comparator {f.comparator} (EXIST / NOT_EXIST) is not supported")
+        if f.HasField("value_trans_rule"):  # SingleColumnValueRegexFilter
+            rule = f.value_trans_rule
+            cast = CASTS.get(rule.cast_type) if rule.HasField("cast_type") else "STRING"
+            if cast is None:
+                raise ParameterInvalid(f"a regex filter casts to VT_STRING, VT_INTEGER or "
+                                       f"VT_DOUBLE, got cast_type {rule.cast_type}")
+            return SingleColumnRegexFilter(
+                f.column_name, op, plainbuffer.decode_value(f.column_value), rule.regex, cast,
+                pass_if_missing=not f.filter_if_missing, latest_version_only=f.latest_version_only,
+            )
         return SingleColumnFilter(
             f.column_name, op, plainbuffer.decode_value(f.column_value),
             pass_if_missing=not f.filter_if_missing, latest_version_only=f.latest_version_only,
@@ -393,7 +416,17 @@ def _decode_filter(data: bytes, allow_pagination: bool, depth: int) -> object:
 def encode_filter(f: object) -> bytes:
     """A library Filter or ColumnPagination as a serialized ``Filter`` message."""
     msg = pb.Filter()
-    if isinstance(f, SingleColumnFilter):
+    if isinstance(f, SingleColumnRegexFilter):
+        msg.type = FT_SINGLE
+        single = pb.SingleColumnValueFilter(
+            comparator=OPERATORS[f.op], column_name=f.column,
+            column_value=plainbuffer.encode_value(f.value),
+            filter_if_missing=not f.pass_if_missing, latest_version_only=f.latest_version_only,
+        )
+        single.value_trans_rule.regex = f.regex
+        single.value_trans_rule.cast_type = CAST_CODES[f.cast_type]
+        msg.filter = single.SerializeToString()
+    elif isinstance(f, SingleColumnFilter):
         msg.type = FT_SINGLE
         msg.filter = pb.SingleColumnValueFilter(
             comparator=OPERATORS[f.op], column_name=f.column,

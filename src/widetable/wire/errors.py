@@ -37,6 +37,7 @@ STATUS = {
     INTERNAL_ERROR: 500,
     "OTSServerBusy": 503,
     "OTSPartitionUnavailable": 503,
+    "OTSTimeout": 503,  # a SQL statement past its time limit
 }
 
 # Tablestore's own wording for the two errors every SDK user meets.

@@ -23,7 +23,26 @@ DELETE = enum_value("OperationType", "DELETE")
 _OPS = {PUT: "put", UPDATE: "update", DELETE: "delete"}
 
 
+# The service's answers to a batch with nothing in it (its wording, then ours).
+NO_ROW_TO_GET = "No row specified in the request of BatchGetRow."
+NO_ROW_TO_WRITE = "No row is specified in BatchWriteRow."
+
+
+def _check_tables(req, api: str) -> None:
+    """A batch naming no table is refused, as the service refuses it; so is a table of a
+    BatchWriteRow with no rows (a BatchGetRow table with none gets an empty result)."""
+    if not req.tables:
+        text = NO_ROW_TO_GET if api == "BatchGetRow" else NO_ROW_TO_WRITE
+        raise ParameterInvalid(f"{text} The request names no table.")
+    if api == "BatchWriteRow":
+        for t in req.tables:
+            if not t.rows:
+                raise ParameterInvalid(f"No operation is specified for table: {t.table_name!r}. "
+                                       "Each table of a BatchWriteRow needs a row.")
+
+
 def batch_get_row(db: Database, req) -> object:
+    _check_tables(req, "BatchGetRow")
     requests: list = []
     slots: list[tuple[int, object]] = []  # per row: (index into requests | -1, error)
     for t in req.tables:
@@ -202,6 +221,7 @@ def _read_rows(db: Database, req) -> tuple[list, list]:
 
 
 def batch_write_row(db: Database, req) -> object:
+    _check_tables(req, "BatchWriteRow")
     rows, requests = _read_rows(db, req)
     in_txn = bool(req.transaction_id)
     if in_txn:
@@ -231,7 +251,7 @@ def batch_write_row(db: Database, req) -> object:
 
 def _written(db: Database, row: _Row, result: WriteResult) -> bytes:
     """The framed response of a row written off the plain-put path."""
-    table = db._tables[row.table]
+    table = db.table(row.table)
     read, write = write_cu(table, result.primary_key, row.cells, row.cond)
     data = returned_row(table, row.ret, result) if row.ret is not None else b""
     return _ok_row(_WROTE, read, write, data or None)

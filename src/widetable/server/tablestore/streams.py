@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from ...db import Database
 from ...errors import ObjectNotExist, ParameterInvalid, describe
-from ...stream import api as stream_api
 from ...stream.log import StreamRecord
 from ...wire import convert, plainbuffer
 from ...wire.plainbuffer import Cell, PlainRow, SeqInfo
@@ -110,7 +109,7 @@ def get_shard_iterator(db: Database, req) -> object:
 
 def _key_names(db: Database, iterator: str) -> list[str]:
     """The primary-key column names of the table an iterator (already read) reads."""
-    table = stream_api.iterator_table(db, iterator)
+    table = db.iterator_table(iterator)
     if table is None:  # deleted since the records were read
         raise ObjectNotExist(f"the stream of iterator {describe(iterator)} does not exist")
     return [column[0] for column in table.schema.primary_key]

@@ -41,14 +41,32 @@ def _index_args(meta) -> dict:
     }
 
 
-def reserved_pool(cu) -> int:
-    """The library's ``reserved_throughput`` (one pool of operations per second, for
-    reads and writes alike) for a ``CapacityUnit``: read + write CUs."""
-    read = cu.read if cu.HasField("read") else 0
-    write = cu.write if cu.HasField("write") else 0
+def reserved_units(cu, old=None) -> dict:
+    """The table options of a ``CapacityUnit``. Throttling pools reads and writes:
+    ``reserved_throughput`` is read + write units. The split is stored apart
+    (``reserved_read``, ``reserved_write``) and described as given; a pool of read units
+    alone (write 0, as widetable.connect sends the library's pool) stores the pool alone,
+    which describes the same (``_fill_throughput``). A unit left out keeps its value in
+    ``old`` (UpdateTable's options), or is 0."""
+    old_read, old_write = _units(old) if old is not None else (0, 0)
+    read = cu.read if cu.HasField("read") else old_read
+    write = cu.write if cu.HasField("write") else old_write
     if read < 0 or write < 0:
-        raise ParameterInvalid(f"reserved throughput must be >= 0, got read={read} write={write}")
-    return read + write
+        raise ParameterInvalid(f"Invalid Capacity Unit: read {read}, write {write}. Capacity "
+                               "Unit must be nonnegative.")
+    split = (read, write) if write else (0, 0)
+    return {"reserved_throughput": read + write, "reserved_read": split[0],
+            "reserved_write": split[1]}
+
+
+def _units(o) -> tuple[int, int]:
+    """``(read, write)`` reserved units of table options: the stored split while it adds
+    up to the pool, else the pool as read units (a pool the library set, a split a later
+    ``reserved_throughput`` replaced, or a store of an earlier release, which kept only
+    the sum)."""
+    if o.reserved_write and o.reserved_read + o.reserved_write == o.reserved_throughput:
+        return int(o.reserved_read), int(o.reserved_write)
+    return int(o.reserved_throughput), 0
 
 
 def create_table(db: Database, req, capacity: int | None = None) -> object:
@@ -84,9 +102,8 @@ def create_table(db: Database, req, capacity: int | None = None) -> object:
     if opts.HasField("deviation_cell_version_in_sec"):
         kwargs["max_time_deviation"] = opts.deviation_cell_version_in_sec
     if req.HasField("reserved_throughput"):
-        pool = reserved_pool(req.reserved_throughput.capacity_unit)
-        if pool:
-            kwargs["reserved_throughput"] = pool
+        units = reserved_units(req.reserved_throughput.capacity_unit)
+        kwargs.update({k: v for k, v in units.items() if v})  # defaults stay out of the catalog
     if capacity is not None:
         kwargs["capacity"] = capacity
     split_points = [plainbuffer.decode_value(p.begin) for p in req.partitions][1:]
@@ -116,9 +133,7 @@ def _fill_options(msg, d: TableDescription) -> None:
 
 
 def _fill_throughput(msg, d: TableDescription) -> None:
-    # One pool serves reads and writes alike, so each may use all of it.
-    msg.capacity_unit.read = int(d.options.reserved_throughput)
-    msg.capacity_unit.write = int(d.options.reserved_throughput)
+    msg.capacity_unit.read, msg.capacity_unit.write = _units(d.options)
     msg.last_increase_time = int(d.created_at)
 
 
@@ -151,7 +166,8 @@ def update_table(db: Database, req) -> object:
     opts = req.table_options
     extra: dict = {}
     if req.HasField("reserved_throughput"):
-        extra["reserved_throughput"] = reserved_pool(req.reserved_throughput.capacity_unit)
+        extra.update(reserved_units(req.reserved_throughput.capacity_unit,
+                                    db.table(req.table_name).schema.options))
     d = db.update_table(
         req.table_name, **extra,
         max_versions=opts.max_versions if opts.HasField("max_versions") else None,
