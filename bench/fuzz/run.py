@@ -183,7 +183,7 @@ class Sender:
             return [wire.Reply(closed=True)]
         if case.protocol == "http":
             conn = wire.Conn(account, self.timeout) if case.fresh else self._http()
-            ok = conn.send(case.data, case.half_close)
+            ok = conn.send(case.data, case.half_close, case.trickle)
             replies = []
             for _ in range(wanted):
                 reply = conn.read_http()
@@ -199,14 +199,15 @@ class Sender:
             return replies
         if case.upgrade:
             conn = wire.Conn(account, self.timeout)
-            conn.send(wire.upgrade_request(account) + case.data, case.half_close)
+            conn.send(wire.upgrade_request(account) + case.data, case.half_close,
+                      case.trickle)
             if conn.read_http().status != 101:
                 conn.close()
                 raise ConnectionError("the upgrade, with frames behind it, was refused")
         else:
             conn = wire.upgrade(account, self.timeout) if case.fresh else \
                 self._native(case.reader)
-            conn.send(case.data, case.half_close)
+            conn.send(case.data, case.half_close, case.trickle)
         replies = []
         for _ in range(wanted):
             replies.append(conn.read_frame())
@@ -417,6 +418,8 @@ def _fuzz(server: store.Server, seeds: tuple, options: Options,
                 report.harness_error = report.harness_error or traceback.format_exc()
                 continue
             report.kinds[f"{case.protocol} {case.kind}"] += 1
+            if case.trickle:
+                report.kinds[f"{case.protocol} (trickled)"] += 1
             try:
                 replies = sender.send(case)
             except OSError as exc:  # the connection or the upgrade failed: the server is gone?

@@ -437,7 +437,7 @@ class Database(SearchFacade):
             with self._sql_lock:
                 if self._sql is None:
                     from ..sql import SQLSession
-                    self._sql = SQLSession(self._ctx)
+                    self._sql = SQLSession(self._ctx, search=self)  # its search-index calls
         return self._sql.execute(statement, params, **options)  # type: ignore[arg-type]
 
     # -- garbage collection -----------------------------------------------------

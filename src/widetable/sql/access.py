@@ -14,6 +14,9 @@ Choice, in order (``choose``):
 * otherwise the key (primary or a secondary index's) matching more leading
   predicate columns, the primary key winning ties; between indexes, a local one
   (strongly consistent) before a global one, then one covering the columns used;
+* with no predicate on the leading key column, a search index indexing a predicate's
+  column (KEYWORD, LONG, DOUBLE or BOOLEAN fields: terms and ranges), before a
+  secondary index;
 * with no predicate on a leading column, a full scan in parallel over partitions.
 
 A global index is eventually consistent, and the access says so.
@@ -52,6 +55,9 @@ class Access:
     matched: int = 0
     used: list[Pred] = field(default_factory=list)
     limit: int | None = None
+    query: object = None  # a search index's query (kind "search")
+    query_text: str = ""
+    search_page: object = None  # (next_token, limit, columns) -> (rows, next_token)
 
     def describe(self) -> str:
         """The access path for EXPLAIN."""
@@ -61,6 +67,9 @@ class Access:
             return f"primary-key point: {keys}{more}"
         if self.kind == "full":
             return "full scan"
+        if self.kind == "search":
+            return (f"search index {self.index} (eventually consistent): query "
+                    f"{self.query_text}")
         ranges = "; ".join(f"[{_show(a)}, {_show(b)})" for a, b in self.ranges[:5])
         more = f" (+{len(self.ranges) - 5} more)" if len(self.ranges) > 5 else ""
         if self.kind == "range":
@@ -212,17 +221,74 @@ def _ranges(m: _Match, types: tuple[str, ...]) -> tuple[list[tuple[tuple, tuple]
     return [(start, end)], []
 
 
-def choose(spec: ScanSpec, base: Table, params: list, lookup) -> Access:
-    """The access path of ``spec`` over ``base``; ``lookup(name)`` gives an index's view."""
+# A search index's field types -> the Python values a term or range on them takes.
+_SEARCH_TYPES = {"KEYWORD": (str,), "LONG": (int,), "DOUBLE": (float, int), "BOOLEAN": (bool,)}
+
+
+def _search_match(fields: dict[str, str], preds: list[Pred], key: tuple[str, ...]):
+    """The predicates a search index (``{field: type}``) serves: non-key columns indexed
+    as KEYWORD, LONG, DOUBLE or BOOLEAN, with values of that type. ``(used, query, text)``."""
+    from ..search import query as Q
+    used, queries, text = [], [], []
+    for p in preds:
+        want = _SEARCH_TYPES.get(fields.get(p.column, ""))
+        if want is None or p.column in key or not all(type(v) in want for v in p.values):
+            continue
+        if fields[p.column] == "LONG" and any(type(v) is bool for v in p.values):
+            continue
+        if p.op == "=":
+            queries.append(Q.TermQuery(p.column, p.values[0]))
+        elif p.op == "in":
+            if len(p.values) > 1000:
+                continue
+            queries.append(Q.TermsQuery(p.column, tuple(p.values)))
+        elif p.op in (">", ">="):
+            queries.append(Q.RangeQuery(p.column, range_from=p.values[0],
+                                        include_lower=p.op == ">="))
+        else:
+            queries.append(Q.RangeQuery(p.column, range_to=p.values[0],
+                                        include_upper=p.op == "<="))
+        used.append(p)
+        text.append(_show_pred_text(p))
+    if not queries:
+        return [], None, ""
+    query = queries[0] if len(queries) == 1 else Q.BoolQuery(must_queries=tuple(queries))
+    return used, query, " AND ".join(text)
+
+
+def _show_pred_text(p: Pred) -> str:
+    if p.op == "in":
+        return f"{p.column} IN ({', '.join(map(repr, p.values))})"
+    return f"{p.column} {p.op} {p.values[0]!r}"
+
+
+def choose(spec: ScanSpec, base: Table, params: list, lookup, searches=None) -> Access:
+    """The access path of ``spec`` over ``base``; ``lookup(name)`` gives an index's view;
+    ``searches``: ``{index name: ({field: type}, page)}`` of the table's search indexes,
+    where ``page(query, next_token, limit, columns)`` reads one page."""
     preds = [bind(p, params) for p in spec.preds]
     names, types = base.schema.pk_names, base.schema.pk_types
     best = _match(names, types, preds)
     chosen: tuple[_Match, Table | None] = (best, None)
     specs = {s.name: s for s in base.schema.indexes if not s.building}
+    searches = searches or {}
+    if spec.hint in searches or (spec.hint is None and best.matched == 0 and not best.empty):
+        for name in ([spec.hint] if spec.hint in searches else sorted(searches)):
+            fields, page = searches[name]
+            used, query, text = _search_match(fields, preds, names)
+            if query is None and spec.hint != name:
+                continue
+            if query is None:
+                from ..search.query import MatchAllQuery
+                query, text = MatchAllQuery(), "match all"
+            return Access("search", base, base, index=name, index_type="SEARCH",
+                          exact=len(used) == len(preds), matched=len(used), used=used,
+                          query=query, query_text=text, search_page=page)
     if spec.hint:
         if spec.hint not in specs:
             raise ObjectNotExist(f"USE INDEX({spec.hint}): table {base.name!r} has no index "
-                                 f"{spec.hint!r}; its indexes: {sorted(specs) or 'none'}")
+                                 f"{spec.hint!r}; its indexes: "
+                                 f"{sorted(specs) + sorted(searches) or 'none'}")
         view = lookup(spec.hint)
         chosen = (_match(view.schema.pk_names, view.schema.pk_types, preds), view)
     elif spec.hint is None:

@@ -12,6 +12,9 @@ Mappings persist under ``layout.sql_mapping_key(name)`` as JSON
 
     {"name": "t", "table": "t", "primary_key": ["a", "b"],
      "columns": [["a", "BIGINT"], ["b", "MEDIUMTEXT"], ["c", "DOUBLE"]]}
+
+and ``"search_index": "ix"`` for a mapping made with ENGINE='searchindex', whose
+queries read that search index of the table.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class Mapping:
     table: str
     primary_key: tuple[str, ...]
     columns: tuple[Column, ...]
+    search_index: str | None = None  # ENGINE='searchindex': queries read this search index
 
     def column(self, name: str) -> Column | None:
         for c in self.columns:
@@ -59,15 +63,17 @@ class Mapping:
         return tuple(c for c in self.columns if c.name not in self.primary_key)
 
     def to_json(self) -> bytes:
-        return json.dumps({"name": self.name, "table": self.table,
-                           "primary_key": list(self.primary_key),
-                           "columns": [[c.name, c.sql_type] for c in self.columns]}).encode()
+        d = {"name": self.name, "table": self.table, "primary_key": list(self.primary_key),
+             "columns": [[c.name, c.sql_type] for c in self.columns]}
+        if self.search_index is not None:
+            d["search_index"] = self.search_index
+        return json.dumps(d).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> Mapping:
         d = json.loads(data)
         cols = tuple(Column(n, widetable_type(t, n), t) for n, t in d["columns"])
-        return cls(d["name"], d["table"], tuple(d["primary_key"]), cols)
+        return cls(d["name"], d["table"], tuple(d["primary_key"]), cols, d.get("search_index"))
 
 
 def check_mapping(mapping: Mapping, table: Table) -> None:

@@ -166,7 +166,10 @@ def _plan_scope(scope, used: dict[str, Mapping], scans: list[ScanSpec], root) ->
         mapping = used[table.name]
         names = {c.name for c in root.find_all(exp.Column) if c.table == alias}
         columns = tuple(c for c in mapping.columns if c.name in names)
-        spec = ScanSpec(f"__wt_scan_{len(scans)}", alias, mapping, columns, hint=_hint(table))
+        hint = _hint(table)
+        if hint is None:
+            hint = mapping.search_index  # a search-index mapping reads its index
+        spec = ScanSpec(f"__wt_scan_{len(scans)}", alias, mapping, columns, hint=hint)
         if alias not in nullable:
             for c in conjuncts:
                 tabs = {col.table for col in c.find_all(exp.Column)}

@@ -136,6 +136,26 @@ class _Page:
                     f"row {r[0]!r} holds {type(v).__name__} {v!r}; map it with the type it holds")
 
 
+def _search_pages(access: Access, attrs: list[str] | None, budget: Budget,
+                  limit: int | None) -> Iterator[list[tuple[tuple, dict]]]:
+    """Pages of ``(pk, columns)`` a search index finds (100 a page), counted."""
+    token = None
+    left = limit
+    while not budget.stop.is_set():
+        size = 100 if left is None else min(100, left)
+        if size <= 0:
+            return
+        found, token = access.search_page(access.query, token, size, attrs)  # type: ignore[misc]
+        rows = [(r.primary_key, r.columns) for r in found]
+        budget.charge(access.base.name, len(rows), sum(len(repr(r[1])) for r in rows))
+        if rows:
+            yield rows
+        if left is not None:
+            left -= len(rows)
+        if token is None:
+            return
+
+
 def _pages(table: Table, start: tuple, end: tuple, fetch_base: bool, attrs: list[str] | None,
            budget: Budget, limit: int | None) -> Iterator[list[tuple[tuple, dict]]]:
     """Pages of ``(pk, columns)`` of ``[start, end)``, counted against the budget."""
@@ -184,6 +204,11 @@ def batches(access: Access, columns: tuple[Column, ...], budget: Budget,
     limit = access.limit
     arity = len(table.schema.pk_names)
 
+    if access.kind == "search":
+        key_names = access.base.schema.pk_names
+        page = _Page(access.base.name, columns, key_names)
+        return page.schema, (page.batch(rows) for rows in _search_pages(access, attrs, budget,
+                                                                         limit))
     if access.points:
         return page.schema, _point_batches(access, page, budget, fetch, attrs)
     if access.kind == "full":
@@ -216,6 +241,9 @@ def rows(access: Access, columns: tuple[Column, ...], budget: Budget) -> Iterato
     fetch = access.kind == "index" and not access.covering
     attrs = [c.name for c in columns if c.name not in access.base.schema.pk_names] or None
     arity = len(table.schema.pk_names)
+    if access.kind == "search":
+        yield from _search_pages(access, attrs, budget, access.limit)
+        return
     if access.points:
         for pk in access.points:
             if fetch:

@@ -42,8 +42,11 @@ _UNSET = object()
 class SQLSession:
     """Runs SQL statements against one store. Thread-safe."""
 
-    def __init__(self, ctx: StoreContext, instance: str | None = None) -> None:
+    def __init__(self, ctx: StoreContext, instance: str | None = None, search=None) -> None:
+        """``search``: the store's search-index calls (``list_search_index``,
+        ``describe_search_index``, ``search``), for the search-index access path."""
         self._ctx = ctx
+        self._search = search
         self.mappings = MappingCatalog(ctx.engine)
         path = ctx.path if isinstance(ctx.path, str) and not ctx.path.startswith(":") else None
         self.instance = instance or (os.path.basename(os.path.abspath(path)) if path else "memory")
@@ -99,12 +102,34 @@ class SQLSession:
         out = []
         for spec in plan.scans:
             base = self._table(spec.mapping)
-            access = choose(spec, base, values, self._ctx.catalog.table)
+            access = choose(spec, base, values, self._ctx.catalog.table, self._searches(base))
             if spec.limit is not None and access.exact:
                 n, m = (bind_value(spec.limit, values), bind_value(spec.offset, values))
                 if type(n) is int and type(m) is int and n >= 0 and m >= 0:
                     access.limit = n + m
             out.append(access)
+        return out
+
+    def _searches(self, base) -> dict:
+        """``{index: ({field: type}, page)}`` of ``base``'s search indexes."""
+        search = self._search
+        if search is None:
+            return {}
+        names = [n for t, n in search.list_search_index(base.name) if t == base.name]
+        if not names:
+            return {}
+        from ..search.execute import RETURN_NONE
+        out = {}
+        for name in names:
+            meta = search.describe_search_index(base.name, name).meta
+            fields = {(f.column or f.name): f.type for f in meta.fields
+                      if f.index and not f.is_array and (f.column or f.name) == f.name}
+
+            def page(query, token, limit, columns, _name=name):
+                r = search.search(base.name, _name, query, limit=limit, next_token=token,
+                                  columns=columns or RETURN_NONE)
+                return r.rows, r.next_token
+            out[name] = (fields, page)
         return out
 
     def _table(self, mapping: Mapping):
@@ -179,8 +204,8 @@ class SQLSession:
                                    f"{describe(n)} and {describe(m)}")
         _ = Param
         columns = [(name, SQL_NAME[c.wtype]) for name, c in plan.output]
-        names = access.base.schema.pk_names if access.kind == "index" and not access.covering \
-            else access.table.schema.pk_names
+        names = access.base.schema.pk_names if (access.kind == "index" and not access.covering) \
+            or access.kind == "search" else access.table.schema.pk_names
         out: list[tuple] = []
         for page in rows(access, spec.columns, budget):
             for pk, cells in page:
@@ -271,9 +296,14 @@ class SQLSession:
         with self._lock:
             self._cache.clear()
         if kind == "create":
-            table = self._ctx.catalog.base_table(stmt.name)
-            self.mappings.create(Mapping(stmt.name, stmt.name, tuple(stmt.primary_key),
-                                         tuple(stmt.columns)), table)
+            table = self._ctx.catalog.base_table(stmt.table or stmt.name)
+            if stmt.search_index is not None:
+                found = [] if self._search is None else self._search.list_search_index(table.name)
+                if (table.name, stmt.search_index) not in found:
+                    raise ObjectNotExist(f"table {table.name!r} has no search index "
+                                         f"{stmt.search_index!r}")
+            self.mappings.create(Mapping(stmt.name, table.name, tuple(stmt.primary_key),
+                                         tuple(stmt.columns), stmt.search_index), table)
         elif kind == "alter_add":
             m = self.mappings.get(stmt.name)
             self.mappings.add_column(stmt.name, stmt.columns[0], self._table(m))

@@ -46,6 +46,8 @@ class Statement:
     copy_format: str = "parquet"
     if_exists: bool = False
     params: int = 0  # how many ? parameters
+    table: str = ""  # the data table a CREATE maps
+    search_index: str | None = None  # ENGINE='searchindex': the index it maps
 
 
 def parse(text: str) -> Statement:
@@ -171,11 +173,19 @@ def _create(tree: exp.Create) -> Statement:
         raise ParameterInvalid("CREATE TABLE must declare its columns and PRIMARY KEY(...)")
     name = _table_name(schema.this)
     props = tree.args.get("properties")
+    engine, attribute = None, None
     for p in (props.expressions if props else []):
         if isinstance(p, exp.EngineProperty):
             engine = p.this.name if isinstance(p.this, exp.Expression) else str(p.this)
-            raise ParameterInvalid(f"ENGINE={engine!r} mapping tables are not supported yet "
-                                   "(search-index mappings wait for the search index)")
+        elif isinstance(p, exp.Property) and p.name.upper() == "ENGINE_ATTRIBUTE":
+            value = p.args.get("value")
+            attribute = value.name if isinstance(value, exp.Expression) else str(value)
+    table, search_index = name, None
+    if engine is not None:
+        if engine.lower() != "searchindex":
+            raise ParameterInvalid(f"ENGINE={engine!r} is not supported; mapping tables map a "
+                                   "data table, or a search index with ENGINE='searchindex'")
+        table, search_index = _search_attribute(attribute, name)
     columns: list[Column] = []
     pk: list[str] = []
     for e in schema.expressions:
@@ -193,7 +203,23 @@ def _create(tree: exp.Create) -> Statement:
             raise ParameterInvalid(f"unsupported item in CREATE TABLE: {e.sql('mysql')!r}")
     if not pk:
         raise ParameterInvalid(f"CREATE TABLE {name} must declare PRIMARY KEY(...)")
-    return Statement("create", name=name, columns=columns, primary_key=pk)
+    return Statement("create", name=name, columns=columns, primary_key=pk, table=table,
+                     search_index=search_index)
+
+
+def _search_attribute(attribute: str | None, name: str) -> tuple[str, str]:
+    """``(table, index)`` of ENGINE_ATTRIBUTE='{"index_name": ..., "table_name": ...}'."""
+    import json
+    try:
+        d = json.loads(attribute) if attribute else None
+    except ValueError:
+        d = None
+    if not isinstance(d, dict) or not isinstance(d.get("index_name"), str) \
+            or not isinstance(d.get("table_name"), str):
+        raise ParameterInvalid(
+            f"mapping {name!r} with ENGINE='searchindex' needs ENGINE_ATTRIBUTE="
+            "'{\"index_name\": \"...\", \"table_name\": \"...\"}'")
+    return d["table_name"], d["index_name"]
 
 
 def _alter(tree: exp.Alter) -> Statement:
