@@ -168,8 +168,11 @@ class Shard:
             return 0
         total = 0
         for entry in os.scandir(self.path):
-            if entry.is_file():
-                total += entry.stat().st_size
+            try:
+                if entry.is_file():
+                    total += entry.stat().st_size
+            except FileNotFoundError:  # tantivy removed it (a temporary or merged file) meanwhile
+                continue
         return total
 
     def run(self, searcher, query, limit: int) -> list[tuple[float, bytes]]:
