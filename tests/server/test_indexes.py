@@ -166,3 +166,19 @@ def test_sdk_batch_get_row_on_an_index_returns_its_keys(ots) -> None:
     assert got[0].is_ok and got[0].row.primary_key == key
     assert [c[:2] for c in got[0].row.attribute_columns] == [("d", 5)]
     assert got[1].is_ok and got[1].row is None
+
+
+def test_connect_describes_index_health_and_background(remote_db) -> None:
+    """describe_table over widetable.connect carries the rows too long for a global index and
+    the store's background loops (over the native protocol; Tablestore's has no fields for
+    them)."""
+    t = remote_db.create_table("h", PK, defined_columns=DEFINED)
+    remote_db.create_index("h", "g", primary_key=["c"])
+    t.put_row(("x", 1), {"c": "y" * 2000})
+    if remote_db.protocol != "native":
+        pytest.skip("Tablestore's DescribeTable carries no index health or background state")
+    assert poll(lambda: remote_db.describe_table("h").indexes[0].too_long_rows, 1) == 1
+    d = remote_db.describe_table("h")
+    assert d.indexes[0].error is None
+    assert {b.name for b in d.background} == {"purge", "maintenance", "indexer"}
+    assert all(b.ok for b in d.background)
