@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="random seed (same seed, same cases)")
     parser.add_argument("--timeout", type=float, default=10.0,
                         help="seconds to wait for an answer before calling it a hang")
+    parser.add_argument("--senders", type=int, default=1,
+                        help="threads sending cases at once, each on its own connections")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="keep the store and server.log here (default: a temporary "
                              "directory, removed after a clean run)")
@@ -45,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
                                                f"{report.accepted_writes} accepted writes")
 
         report = run(args.requests, seed=args.seed, timeout=args.timeout, workdir=args.workdir,
-                     progress=progress)
+                     progress=progress, senders=args.senders)
     show(report, Console())
     if args.json is not None:
         args.json.write_text(json.dumps(as_dict(report), indent=2))

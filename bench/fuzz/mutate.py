@@ -63,6 +63,7 @@ class Case:
     upgrade: bytes = b""  # native: an upgrade request sent before ``data``, in one write
     abort: bool = False  # reset the connection right after sending, without reading
     reader: bool = False  # signed (or upgraded) with the read-only key
+    trickle: bool = False  # sent a few bytes at a time, so the server reads it in pieces
 
 
 def _pb_class(api: str):
@@ -895,6 +896,12 @@ class Mix:
     counts: dict = field(default_factory=dict)
 
     def case(self, rng: random.Random) -> Case:
+        case = self._case(rng)
+        if len(case.data) < 600 and not case.abort and rng.random() < 0.03:
+            case.trickle = True
+        return case
+
+    def _case(self, rng: random.Random) -> Case:
         if rng.random() >= self.native_share:
             return self.http.case(rng)
         case = self.native.case(rng)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 import shutil
 import tempfile
+import threading
 import time
 import traceback
 from collections import Counter
@@ -183,7 +184,7 @@ class Sender:
             return [wire.Reply(closed=True)]
         if case.protocol == "http":
             conn = wire.Conn(account, self.timeout) if case.fresh else self._http()
-            ok = conn.send(case.data, case.half_close)
+            ok = conn.send(case.data, case.half_close, case.trickle)
             replies = []
             for _ in range(wanted):
                 reply = conn.read_http()
@@ -199,14 +200,15 @@ class Sender:
             return replies
         if case.upgrade:
             conn = wire.Conn(account, self.timeout)
-            conn.send(wire.upgrade_request(account) + case.data, case.half_close)
+            conn.send(wire.upgrade_request(account) + case.data, case.half_close,
+                      case.trickle)
             if conn.read_http().status != 101:
                 conn.close()
                 raise ConnectionError("the upgrade, with frames behind it, was refused")
         else:
             conn = wire.upgrade(account, self.timeout) if case.fresh else \
                 self._native(case.reader)
-            conn.send(case.data, case.half_close)
+            conn.send(case.data, case.half_close, case.trickle)
         replies = []
         for _ in range(wanted):
             replies.append(conn.read_frame())
@@ -350,16 +352,18 @@ class Options:
     seed: int = 0
     timeout: float = 10.0  # seconds without an answer that make a hang
     live: bool = True  # run the valid clients
+    senders: int = 1  # threads sending cases at once, each on its own connections
     slow: float = 5.0  # seconds a valid client's call may take before it is a finding
 
 
 def run(requests: int, seed: int = 0, timeout: float = 10.0, workdir: Path | None = None,
-        progress: Callable[[int, Report], None] | None = None, live: bool = True) -> Report:
+        progress: Callable[[int, Report], None] | None = None, live: bool = True,
+        senders: int = 1) -> Report:
     """Fuzz a fresh server with ``requests`` cases; the report of what it found.
 
     ``workdir`` keeps the store and the server's log (default: a temporary directory,
     removed after a clean run); ``progress(n, report)`` is called every 500 cases."""
-    options = Options(requests, seed, timeout, live)
+    options = Options(requests, seed, timeout, live, senders=senders)
     own = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="widetable-fuzz-")) if own else workdir
     data, log = workdir / "data", workdir / "server.log"
@@ -396,58 +400,31 @@ def _account(server: store.Server) -> wire.Account:
 
 def _fuzz(server: store.Server, seeds: tuple, options: Options,
           progress: Callable[[int, Report], None] | None, report: Report) -> None:
-    """Send the cases while the valid clients run; judge each answer."""
+    """Send the cases (from ``options.senders`` threads, each with its own connections)
+    while the valid clients run; judge each answer."""
     account = _account(server)
     report.log_start = server.log.stat().st_size
     report.rows_before = {t: store.logical_dump(account, t) for t in record.TABLES}
     reader = wire.Account(account.host, account.port, READER_ID, READER_SECRET, INSTANCE)
-    mix = Mix(HttpMutator(account, seeds[0], reader), NativeMutator(seeds[1]))
     clients = store.LiveClients(account)
     if options.live:
         clients.start()
-    sender = Sender(account, options.timeout, reader)
-    rng = random.Random(options.seed)
+    lock = threading.Lock()
+    shares = [options.requests // options.senders + (i < options.requests % options.senders)
+              for i in range(options.senders)]
+    threads = [threading.Thread(target=_send_cases, name=f"fuzz-sender-{i}", daemon=True, args=(
+        Sender(account, options.timeout, reader),
+        Mix(HttpMutator(account, seeds[0], reader), NativeMutator(seeds[1])),
+        random.Random(options.seed + 7919 * i), share, server, report, lock,
+        progress if i == 0 else None)) for i, share in enumerate(shares)]
     t0 = time.monotonic()
     try:
-        for n in range(1, options.requests + 1):
-            try:
-                case = mix.case(rng)
-            except Exception:  # noqa: BLE001 - a bug of the fuzzer's own: count it, go on
-                report.harness_errors += 1
-                report.harness_error = report.harness_error or traceback.format_exc()
-                continue
-            report.kinds[f"{case.protocol} {case.kind}"] += 1
-            try:
-                replies = sender.send(case)
-            except OSError as exc:  # the connection or the upgrade failed: the server is gone?
-                replies = [wire.Reply(closed=True)]
-                if not server.alive():
-                    report.findings.append(Finding("crash", case.kind, f"server died: {exc}",
-                                                   case.data))
-                    break
-            if case.abort:  # unanswered, so perhaps written: count it as if accepted
-                for part in case.parts or [case]:
-                    _note_write(part, report.touched, report)
-            judge = judge_http if case.protocol == "http" else judge_native
-            for part, reply in zip(case.parts or [case], replies, strict=False):
-                outcome, finding = judge(part, reply)
-                report.outcomes[outcome] += 1
-                if finding is not None:
-                    report.findings.append(finding)
-                if outcome in ("http 200", "native ok"):
-                    _note_write(part, report.touched, report)
-            if case.parts and len(replies) < len(case.parts) and not (replies[-1].closed or replies[-1].timed_out):
-                report.findings.append(Finding("hang", case.kind, "a pipelined request was not "
-                                               "answered", case.data))
-            report.requests = n
-            if n % 500 == 0:
-                if not server.alive():
-                    break
-                if progress is not None:
-                    progress(n, report)
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     finally:
         report.seconds = time.monotonic() - t0
-        sender.close()
         clients.stop()
     report.live_ops, report.live_slowest = clients.ops, clients.slowest
     report.findings += [Finding("live client", "-", e) for e in clients.errors[:20]]
@@ -455,6 +432,61 @@ def _fuzz(server: store.Server, seeds: tuple, options: Options,
         report.findings.append(Finding("live client", "-", "no call succeeded"))
     if clients.slowest > options.slow:
         report.findings.append(Finding("live client", "-", f"a call took {clients.slowest:.1f} s"))
+
+
+def _send_cases(sender: Sender, mix: Mix, rng: random.Random, count: int,
+                server: store.Server, report: Report, lock: threading.Lock,
+                progress: Callable[[int, Report], None] | None) -> None:
+    """One sender's share of the cases; the report is updated under ``lock``."""
+    try:
+        for n in range(1, count + 1):
+            try:
+                case = mix.case(rng)
+            except Exception:  # noqa: BLE001 - a bug of the fuzzer's own: count it, go on
+                with lock:
+                    report.harness_errors += 1
+                    report.harness_error = report.harness_error or traceback.format_exc()
+                continue
+            try:
+                replies = sender.send(case)
+            except OSError as exc:  # the connection or the upgrade failed: the server is gone?
+                replies = [wire.Reply(closed=True)]
+                if not server.alive():
+                    with lock:
+                        report.findings.append(Finding("crash", case.kind, f"server died: {exc}",
+                                                       case.data))
+                    return
+            with lock:
+                _judge_case(case, replies, report)
+            if n % 500 == 0:
+                if not server.alive():
+                    return
+                if progress is not None:
+                    progress(report.requests, report)
+    finally:
+        sender.close()
+
+
+def _judge_case(case: Case, replies: list[wire.Reply], report: Report) -> None:
+    report.requests += 1
+    report.kinds[f"{case.protocol} {case.kind}"] += 1
+    if case.trickle:
+        report.kinds[f"{case.protocol} (trickled)"] += 1
+    if case.abort:  # unanswered, so perhaps written: count it as if accepted
+        for part in case.parts or [case]:
+            _note_write(part, report.touched, report)
+    judge = judge_http if case.protocol == "http" else judge_native
+    for part, reply in zip(case.parts or [case], replies, strict=False):
+        outcome, finding = judge(part, reply)
+        report.outcomes[outcome] += 1
+        if finding is not None:
+            report.findings.append(finding)
+        if outcome in ("http 200", "native ok"):
+            _note_write(part, report.touched, report)
+    last = replies[-1]
+    if case.parts and len(replies) < len(case.parts) and not (last.closed or last.timed_out):
+        report.findings.append(Finding("hang", case.kind, "a pipelined request was not answered",
+                                       case.data))
 
 
 def _check_after(server: store.Server, before: dict, report: Report) -> None:

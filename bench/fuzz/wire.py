@@ -140,9 +140,16 @@ class Conn:
             pass
         self.close()
 
-    def send(self, data: bytes, half_close: bool = False) -> bool:
+    def send(self, data: bytes, half_close: bool = False, trickle: bool = False) -> bool:
+        """Send ``data`` (a few bytes at a time with ``trickle``); False if the server
+        closed first (a refusal before the body: its answer is still to be read)."""
         try:
-            self.sock.sendall(data)
+            if trickle:
+                for i in range(0, len(data), 5):
+                    self.sock.sendall(data[i:i + 5])
+                    time.sleep(0.0002)
+            else:
+                self.sock.sendall(data)
             if half_close:
                 self.sock.shutdown(socket.SHUT_WR)
             return True

@@ -20,8 +20,29 @@ EARTH_RADIUS = 6371008.8  # metres (mean radius)
 _BASE32 = "0123456789bcdefghjkmnpqrstuvwxyz"
 
 
+def _spread(v: int) -> int:
+    """The 20 low bits of ``v`` moved to the even bit positions of a 40-bit integer."""
+    out = 0
+    for i in range(0, 20, 5):
+        out |= _SPREAD5[(v >> i) & 31] << (2 * i)
+    return out
+
+
+_SPREAD5 = [sum(((v >> b) & 1) << (2 * b) for b in range(5)) for v in range(32)]
+_SCALE = float(1 << 20)
+
+
 def encode(lat: float, lon: float, precision: int = PRECISION) -> str:
-    """The geohash of a point."""
+    """The geohash of a point (up to 8 characters: 40 bits, longitude first)."""
+    if precision <= PRECISION:
+        la = min(int((lat + 90.0) / 180.0 * _SCALE), (1 << 20) - 1)
+        lo = min(int((lon + 180.0) / 360.0 * _SCALE), (1 << 20) - 1)
+        bits = (_spread(lo) << 1) | _spread(la)
+        return "".join(_BASE32[(bits >> (35 - 5 * i)) & 31] for i in range(precision))
+    return _encode_slow(lat, lon, precision)
+
+
+def _encode_slow(lat: float, lon: float, precision: int) -> str:
     lat_lo, lat_hi, lon_lo, lon_hi = -90.0, 90.0, -180.0, 180.0
     out = []
     bits = 0

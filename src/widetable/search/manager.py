@@ -39,7 +39,7 @@ from .sync import IndexState
 
 logger = logging.getLogger("widetable.search")
 POLL = 0.1
-DEFAULT_COMMIT_INTERVAL = 0.5
+DEFAULT_COMMIT_INTERVAL = 0.3
 SESSION_TTL = 3600.0
 
 

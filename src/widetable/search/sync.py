@@ -35,6 +35,7 @@ from .documents import (
 from .schema import IndexMeta
 
 BACKFILL_ROWS = 2000
+FULL_COMMIT_INTERVAL = 2.0  # seconds between commits while backfilling
 LOG_GROUP = 5000
 
 
@@ -94,7 +95,8 @@ class IndexState:
             if self.dropped:
                 return 0
             n = 0
-            if self.phase == "FULL":
+            was_full = self.phase == "FULL"
+            if was_full:
                 n += self._backfill()
             n += self._apply_log()
             now = time.monotonic()
@@ -104,7 +106,11 @@ class IndexState:
                 for s in self.shards:
                     s.delete_older(cutoff)
                 self.dirty = True
-            if self.dirty and (now - self.last_commit >= commit_interval or self.phase == "FULL"):
+            # While backfilling, commit every few seconds (each commit costs a segment) or as
+            # the backfill ends; afterwards every commit_interval.
+            due = FULL_COMMIT_INTERVAL if self.phase == "FULL" else commit_interval
+            if self.dirty and (now - self.last_commit >= due or (self.phase == "INCR" and
+                                                                  was_full)):
                 self.commit()
             return n
 

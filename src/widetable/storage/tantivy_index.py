@@ -7,8 +7,10 @@ methods, whose results it treats as opaque handles.
 Field kinds (``search/layout.py`` decides which field has which):
 
 * ``raw``   text, one term per value, untokenized (keywords, ids, geohash cells)
-* ``tok``   text given as a token list (pre-tokenized: tantivy never analyzes it),
-            with positions for phrase queries
+* ``tok``   text given as a token list, with positions for phrase queries: tokens
+            without whitespace go in joined by spaces and tantivy's whitespace tokenizer
+            (``WS``, registered again at every open: tantivy does not save tokenizers)
+            splits them back; others go in pre-tokenized
 * ``int`` / ``float`` / ``bool``   indexed numeric fields (also fast fields)
 * ``bytes`` the stored source of a document (``_src``)
 
@@ -28,6 +30,7 @@ from tantivy import Document, FieldType, Index, Occur, PreTokenizedString, Query
 
 _OCCUR = {"must": Occur.Must, "should": Occur.Should, "must_not": Occur.MustNot, "filter": Occur.Must}
 _RANGE_TYPE = {"int": FieldType.Integer, "float": FieldType.Float, "bool": FieldType.Boolean}
+WS = "widetable_ws"  # the whitespace tokenizer of ``tok`` fields
 HEAP = 15_000_000  # writer memory; tantivy needs 3 MB per thread at least
 CKPT_KIND = "ckpt"
 CKPT_ID = "\x00ckpt"
@@ -54,7 +57,7 @@ class Shard:
             if kind == "raw":
                 sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
             elif kind == "tok":
-                sb.add_text_field(name, tokenizer_name="raw", index_option="position")
+                sb.add_text_field(name, tokenizer_name=WS, index_option="position")
             elif kind == "int":
                 sb.add_integer_field(name, indexed=True, fast=True)
             elif kind == "float":
@@ -70,6 +73,7 @@ class Shard:
             self.index = Index(self.schema, path=path, reuse=True)
         else:
             self.index = Index(self.schema)
+        self.index.register_tokenizer(WS, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build())
         self.index.config_reader("Manual")
         self.writer = self.index.writer(heap_size=HEAP, num_threads=1)
         self.lock = threading.Lock()
@@ -96,8 +100,12 @@ class Shard:
             if k == "raw":
                 d.add_text(name, value)  # type: ignore[arg-type]
             elif k == "tok":
-                toks = [Token(t, i, 0, 0) for i, t in enumerate(value)]  # type: ignore[arg-type]
-                d.add_pre_tokenized_text(name, PreTokenizedString(" ".join(value), toks))  # type: ignore[arg-type]
+                joined = " ".join(value)  # type: ignore[arg-type]
+                if len(joined.split()) == len(value):  # type: ignore[arg-type]
+                    d.add_text(name, joined)  # the whitespace tokenizer gives the tokens back
+                else:
+                    toks = [Token(t, i, 0, 0) for i, t in enumerate(value)]  # type: ignore[arg-type]
+                    d.add_pre_tokenized_text(name, PreTokenizedString(joined, toks))
             elif k == "int":
                 d.add_integer(name, value)  # type: ignore[arg-type]
             elif k == "float":
@@ -160,8 +168,11 @@ class Shard:
             return 0
         total = 0
         for entry in os.scandir(self.path):
-            if entry.is_file():
-                total += entry.stat().st_size
+            try:
+                if entry.is_file():
+                    total += entry.stat().st_size
+            except FileNotFoundError:  # tantivy removed it (a temporary or merged file) meanwhile
+                continue
         return total
 
     def run(self, searcher, query, limit: int) -> list[tuple[float, bytes]]:

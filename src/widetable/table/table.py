@@ -47,7 +47,7 @@ MAX_RANGE_BYTES = 4 * 1024 * 1024
 # scan() reads in pages this small because results that stay in the CPU cache
 # decode faster; measured in bench/core.py.
 SCAN_PAGE_ROWS = 500
-_KEY_OFFSET = 5  # len(ROWS prefix + table id)
+_KEY_OFFSET = layout.ROW_PK_OFFSET  # where a row key's encoded primary key starts
 # A forward page of stored rows is read in chunks, the first this many rows: big enough
 # for most pages to need one more chunk at most, small enough that rows of megabytes
 # do not pile up far past the page's byte budget before their size is known.

@@ -1,0 +1,226 @@
+"""Search-index benchmark (issue 22's section 7): ``python -m bench.search [--rows N]``.
+
+Data: rows like the student-card table (card, seller, device, time, amount), a
+text column of about 20 words (English and Chinese) and a geo point. Reports, in
+one run:
+
+* full sync: rows indexed per second, and the ratio to raw tantivy indexing the
+  same documents (a tantivy index fed straight from Python, one writer);
+* p50 latency of a term, a range with a sort, a bool of 3 clauses, a match and a
+  geo distance query (limit 10, 2 columns), and the ratio to raw tantivy (the same
+  query on the raw index, plus one row read per hit);
+* write-to-searchable p99 at a moderate write rate;
+* put_row throughput with one search index / without;
+* routing: a query routed to one shard / the same query on all 8;
+* the RSS of this process with the index open.
+
+SQLite and PostgreSQL peers are not measured yet. 1,000,000 rows is the issue's
+size (``--rows 1000000``); the default is smaller so a run takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import tempfile
+import time
+
+import tantivy
+
+import widetable
+from widetable.search import (
+    DESC, BoolQuery, FieldSort, GeoDistanceQuery, MatchQuery, RangeQuery, TermQuery,
+)
+
+WORDS = ("hello world student card seller market price cheap fast good school canteen "
+         "杭州 西湖 学生 食堂 充值 消费 北京 上海").split()
+FIELDS = [("seller", "KEYWORD"), ("device", "KEYWORD"), ("ts", "DATE"), ("amount", "LONG"),
+          {"name": "note", "type": "TEXT", "analyzer": "single_word"}, ("loc", "GEO_POINT")]
+
+
+def rows(n: int, seed: int = 7):
+    rnd = random.Random(seed)
+    t0 = 1_700_000_000_000
+    for i in range(n):
+        yield (f"card{i:08d}",), {
+            "seller": f"S{rnd.randrange(500):03d}", "device": f"D{rnd.randrange(2000):04d}",
+            "ts": t0 + i * 1000, "amount": rnd.randrange(1, 10_000),
+            "note": " ".join(rnd.choice(WORDS) for _ in range(20)),
+            "loc": f"{30 + rnd.random():.6f},{120 + rnd.random():.6f}",
+        }
+
+
+def raw_index(path: str, n: int) -> tuple[tantivy.Index, float]:
+    """Raw tantivy over the same documents (default tokenizer; geo as two fast floats)."""
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("id", stored=True, tokenizer_name="raw")
+    sb.add_text_field("seller", tokenizer_name="raw")
+    sb.add_text_field("device", tokenizer_name="raw")
+    sb.add_integer_field("ts", indexed=True, fast=True)
+    sb.add_integer_field("amount", indexed=True, fast=True)
+    sb.add_text_field("note")
+    sb.add_float_field("lat", indexed=True, fast=True)
+    sb.add_float_field("lon", indexed=True, fast=True)
+    schema = sb.build()
+    os.makedirs(path, exist_ok=True)
+    ix = tantivy.Index(schema, path=path)
+    w = ix.writer(heap_size=50_000_000, num_threads=1)
+    start = time.perf_counter()
+    for pk, c in rows(n):
+        d = tantivy.Document()
+        d.add_text("id", pk[0])
+        d.add_text("seller", c["seller"])
+        d.add_text("device", c["device"])
+        d.add_integer("ts", c["ts"])
+        d.add_integer("amount", c["amount"])
+        d.add_text("note", c["note"])
+        lat, lon = map(float, c["loc"].split(","))
+        d.add_float("lat", lat)
+        d.add_float("lon", lon)
+        w.add_document(d)
+    w.commit()
+    w.wait_merging_threads()
+    ix.reload()
+    return ix, time.perf_counter() - start
+
+
+def p50(fn, reps: int = 30) -> float:
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__)
+    ap.add_argument("--rows", type=int, default=100_000)
+    args = ap.parse_args(argv)
+    n = args.rows
+    root = tempfile.mkdtemp(prefix="wt-bench-search-")
+    try:
+        db = widetable.open(os.path.join(root, "store"), purge_interval=None)
+        t = db.create_table("card", [("card", "STRING")])
+        batch = []
+        for pk, cols in rows(n):
+            batch.append(("card", "put", pk, cols))
+            if len(batch) == 200:
+                db.batch_write_row(batch)
+                batch = []
+        if batch:
+            db.batch_write_row(batch)
+        start = time.perf_counter()
+        db.create_search_index("card", "ix", FIELDS, shards=2)
+        assert db.wait_for_search_indexes("card", "ix", timeout=3600)
+        sync_s = time.perf_counter() - start
+        raw, raw_s = raw_index(os.path.join(root, "raw"), n)
+        print(f"rows {n}")
+        print(f"full sync       {n / sync_s:10.0f} rows/s   raw tantivy {n / raw_s:10.0f} rows/s"
+              f"   ratio {raw_s / sync_s:.2f} (target >= 0.5)")
+
+        se = raw.searcher()
+        schema = raw.schema
+        cols = ["seller", "amount"]
+
+        def raw_run(q, order=None):
+            hits = (se.search(q, 10, order_by_field=order, order=tantivy.Order.Desc) if order
+                    else se.search(q, 10)).hits
+            for _, addr in hits:
+                t.get_row((se.doc(addr)["id"][0],), columns=cols)
+
+        raw_q = {
+            "term": (tantivy.Query.term_query(schema, "seller", "S042"), None),
+            "range+sort": (tantivy.Query.range_query(schema, "amount", tantivy.FieldType.Integer,
+                                                     100, 200), "amount"),
+            "bool of 3": (tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, tantivy.Query.term_query(schema, "seller", "S042")),
+                (tantivy.Occur.Must, tantivy.Query.range_query(schema, "amount", tantivy.FieldType.Integer,
+                                                               1, 5000)),
+                (tantivy.Occur.MustNot, tantivy.Query.term_query(schema, "device", "D0001"))]), None),
+            "match": (raw.parse_query("canteen", ["note"]), None),
+            "geo distance": (tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, tantivy.Query.range_query(schema, "lat", tantivy.FieldType.Float,
+                                                               30.49, 30.51)),
+                (tantivy.Occur.Must, tantivy.Query.range_query(schema, "lon", tantivy.FieldType.Float,
+                                                               120.49, 120.51))]), None),
+        }
+        ours = {
+            "term": (TermQuery("seller", "S042"), None),
+            "range+sort": (RangeQuery("amount", 100, 200, True, True), [FieldSort("amount", DESC)]),
+            "bool of 3": (BoolQuery(must_queries=[TermQuery("seller", "S042"),
+                                                  RangeQuery("amount", 1, 5000, True, True)],
+                                    must_not_queries=[TermQuery("device", "D0001")]), None),
+            "match": (MatchQuery("note", "canteen"), None),
+            "geo distance": (GeoDistanceQuery("loc", "30.5,120.5", 1000), None),
+        }
+        for name, (q, sort) in ours.items():
+            mine = p50(lambda: db.search("card", "ix", q, sort=sort, limit=10, columns=cols))
+            rq, order = raw_q[name]
+            base = p50(lambda: raw_run(rq, order))
+            print(f"p50 {name:13s} {mine:8.2f} ms   raw {base:8.2f} ms   ratio {mine / base:6.2f} (target <= 2)")
+
+        lags = []
+        for i in range(200):
+            key = (f"new{i:05d}",)
+            t.put_row(key, {"seller": f"NEW{i}"})
+            w0 = time.perf_counter()
+            while db.search("card", "ix", TermQuery("seller", f"NEW{i}"), limit=1).rows == []:
+                time.sleep(0.005)
+            lags.append(time.perf_counter() - w0)
+            time.sleep(0.01)
+        lags.sort()
+        print(f"write-to-searchable p50 {lags[len(lags) // 2] * 1000:.0f} ms  "
+              f"p99 {lags[int(len(lags) * 0.99) - 1] * 1000:.0f} ms (target <= 1000)")
+
+        def put_rate(table, count=5000) -> float:
+            t0 = time.perf_counter()
+            for i in range(count):
+                table.put_row((f"p{i:06d}",), {"seller": "S001", "amount": i})
+            return count / (time.perf_counter() - t0)
+
+        plain = db.create_table("plain", [("card", "STRING")])
+        with_ix = db.create_table("with_ix", [("card", "STRING")])
+        db.create_search_index("with_ix", "ix", [("seller", "KEYWORD"), ("amount", "LONG")])
+        a, b = put_rate(plain), put_rate(with_ix)
+        print(f"put_row with a search index {b:8.0f}/s   without {a:8.0f}/s   ratio {b / a:.2f} (target >= 0.5)")
+
+        routed = db.create_table("routed", [("seller", "STRING"), ("card", "STRING")])
+        bw = []
+        for pk, c in rows(min(n, 100_000)):
+            bw.append(("routed", "put", (c["seller"], pk[0]), {"amount": c["amount"]}))
+            if len(bw) == 200:
+                db.batch_write_row(bw)
+                bw = []
+        if bw:
+            db.batch_write_row(bw)
+        db.create_search_index("routed", "ix", [("seller", "KEYWORD"), ("amount", "LONG")],
+                               routing_fields=["seller"], shards=8)
+        assert db.wait_for_search_indexes("routed", "ix", timeout=3600)
+        q = TermQuery("seller", "S042")
+        un = p50(lambda: db.search("routed", "ix", q, limit=10, get_total_count=True))
+        ro = p50(lambda: db.search("routed", "ix", q, limit=10, get_total_count=True,
+                                   routing_values=[("S042",)]))
+        print(f"routing on 8 shards: routed {ro:.2f} ms  unrouted {un:.2f} ms  "
+              f"throughput x{un / ro:.1f} (target >= 3)")
+        print(f"RSS with the indexes open {rss_mb():.0f} MB (target <= 1024)")
+        db.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
