@@ -4,6 +4,7 @@ and the other indexes go on."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -88,3 +89,36 @@ def test_a_failing_index_is_reported_and_the_others_go_on(db, t):
     by_c = _index(db, "t", "by_c")
     assert by_c.error is None and by_c.errors >= 2 and by_c.lag_ms == 0
     assert [r.primary_key for r in db.table("by_c").scan()] == [("x", "a")]
+
+
+def test_a_stuck_index_pinning_the_log_is_logged(db, caplog):
+    """A global index that cannot apply keeps its unapplied records from being trimmed:
+    the log then grows, and that is logged (once) and shown (lag, behind retention)."""
+    db.create_table("s", [("k", "STRING")], defined_columns=[("c", "STRING")], stream_retention=1)
+    db.create_index("s", "by_c", ["c"])
+    indexer = db._indexer
+    gi = next(g for g in indexer.indexes.values() if g.codec.spec.name == "by_c")
+    gi.health.base = 0.01
+    real = indexer._apply_tail
+    failing = [True]
+
+    def apply_tail(g):
+        if g is gi and failing[0]:
+            raise OSError("stuck")
+        return real(g)
+
+    indexer._apply_tail = apply_tail
+    caplog.set_level(logging.INFO, logger="widetable.background")
+    db.table("s").put_row(("a",), {"c": "x"})
+    time.sleep(1.2)
+    db.trim_change_log()
+    db.trim_change_log()
+    warned = [r for r in caplog.records if "has not applied change records" in r.getMessage()]
+    assert len(warned) == 1 and "'index:by_c'" in warned[0].getMessage()
+    ix = _index(db, "s", "by_c")
+    assert ix.behind_retention and ix.error == "OSError: stuck" and ix.lag_ms >= 1000
+    failing[0] = False
+    assert db.wait_for_indexes(10)
+    db.trim_change_log()
+    assert any("back within retention" in r.getMessage() for r in caplog.records)
+    assert not _index(db, "s", "by_c").behind_retention

@@ -9,7 +9,7 @@ import time
 import pytest
 from tablestore import (
     BoolQuery, ColumnReturnType, ColumnsToGet, FieldSchema, FieldSort, FieldType, GeoDistanceQuery,
-    MatchAllQuery, MatchQuery, OTSServiceError, PrimaryKeySort, RangeQuery, ScanQuery,
+    MatchAllQuery, MatchQuery, OTSServiceError, RangeQuery, ScanQuery,
     SearchIndexMeta, SearchQuery, Sort, SortOrder, TermQuery, TermsQuery, WildcardQuery,
 )
 from tablestore.aggregation import Avg, Count, Max, Min, Sum

@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ObjectAlreadyExist
 from ..health import LoopHealth
+from ..health import log as health_log
 from ..keys import layout
 from ..table.values import now_ms
 from . import log
@@ -172,6 +173,7 @@ class ChangeLog:
         self.trim_lock = threading.Lock()
         # Called once a table logs: starts the thread that trims logs (the applier's).
         self.on_logged: Callable[[], None] | None = None
+        self._pinning: set[str] = set()  # consumers holding records past retention (logged)
 
     # -- the registry ------------------------------------------------------------------
 
@@ -390,10 +392,28 @@ class ChangeLog:
             # trimming, a log emptied without it would hand out seqs again.
             self._engine.put(layout.counter_key(_seq_counter(feed.table_id)),
                              feed.seq.to_bytes(8, "big"))
+            pinning: set[str] = set()
             for shard in list(log.shards_with_records(self._engine, feed.table_id)):
                 keep = min((c.checkpoint(shard) for c in holding), default=None)
                 dropped += log.trim_shard(self._engine, feed.table_id, shard, cutoff, keep)
+                if keep is not None:
+                    first = log.first_seq(self._engine, feed.table_id, shard, keep)
+                    if first is not None and first[1] < cutoff:  # kept past retention for:
+                        pinning.update(c.name for c in holding if c.checkpoint(shard) < first[0])
+            self._note_pinning(table.name, {c.name for c in holding}, pinning)
         return dropped
+
+    def _note_pinning(self, table: str, names: set[str], pinning: set[str]) -> None:
+        """Log (once, as it starts and as it ends) a consumer whose unapplied records are
+        older than the table's retention: they are kept for it, and its log grows."""
+        for name in pinning - self._pinning:
+            health_log.warning(
+                "widetable: consumer %r of table %r has not applied change records older than "
+                "the table's stream retention; they are kept for it, and the change log grows "
+                "until it catches up (see its lag and error in describe_table)", name, table)
+        for name in (self._pinning & names) - pinning:
+            health_log.info("widetable: consumer %r of table %r is back within retention", name, table)
+        self._pinning = (self._pinning - names) | pinning
 
 
 def _wake_all(wakes: list[Callable[[], None]]) -> Callable[[], None] | None:
