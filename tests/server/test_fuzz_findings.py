@@ -134,7 +134,8 @@ def test_malformed_messages_inside_search_requests_are_parameter_invalid(server)
     """A search query (a protobuf message carried in a bytes field, and each query inside
     it in another) that does not parse raised protobuf's DecodeError inside the handler:
     500 OTSInternalServerError and a traceback in the log. It is now 400
-    OTSParameterInvalid, like a body that does not parse."""
+    OTSParameterInvalid, like a body that does not parse. So is a minimum_should_match
+    that is not a number (its int() raised ValueError: 500 too)."""
     from tablestore import CapacityUnit, ReservedThroughput, TableMeta, TableOptions
     from tablestore.protobuf import search_pb2 as s
 
@@ -150,7 +151,13 @@ def test_malformed_messages_inside_search_requests_are_parameter_invalid(server)
             ("Search", s.SearchRequest(table_name="fzs", index_name="ix", search_query=term)),
             ("ParallelScan", s.ParallelScanRequest(table_name="fzs", index_name="ix",
                                                    scan_query=b"\x0a\xff", session_id=b"x")),
-        ):
+        ) + tuple(  # a minimum_should_match (a string on the wire) that is not a number
+            ("Search", s.SearchRequest(table_name="fzs", index_name="ix", search_query=s.SearchQuery(
+                query=s.Query(type=kind, query=msg.SerializePartialToString())
+            ).SerializeToString()))
+            for kind, msg in ((s.BOOL_QUERY, s.BoolQuery(new_minimum_should_match="(\\d+)")),
+                              (s.MATCH_QUERY, s.MatchQuery(field_name="k", text="a",
+                                                           new_minimum_should_match="x")))):
             reply = _post(account, api, body.SerializePartialToString())
             assert _error(reply) == (400, "OTSParameterInvalid"), (api, reply)
     finally:

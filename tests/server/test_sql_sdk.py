@@ -110,3 +110,14 @@ def test_cli_sql_against_a_server(in_process, cli, monkeypatch) -> None:
     assert out.splitlines() == ["k,v", "a,2.5"]
     r = cli("sql", "SELECT * FROM t", "--timeout", "1", "--endpoint", endpoint, code=1)
     assert "apply to a store" in r.stderr
+
+
+def test_copy_is_refused_over_the_wire(served, tmp_path) -> None:
+    _, client, _ = served
+    client.exe_sql_query(MAPPING)
+    target = tmp_path / "leak.parquet"
+    with pytest.raises(OTSServiceError) as info:
+        client.exe_sql_query(f"COPY (SELECT k FROM t) TO '{target}'")
+    assert info.value.get_error_code() == "OTSParameterInvalid"
+    assert "a server does not run it" in info.value.get_error_message()
+    assert not target.exists()

@@ -15,7 +15,7 @@ import calendar
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import msgpack
 
@@ -23,7 +23,7 @@ from ..errors import ParameterInvalid, describe
 from . import geo
 from .documents import as_list, as_points
 from .query import Query
-from .schema import GEO_POINT, IndexMeta
+from .schema import DATE, DOUBLE, GEO_POINT, LONG, IndexMeta
 
 MAX_GROUP_SIZE = 2000
 MAX_TOP_ROWS = 100
@@ -198,6 +198,22 @@ class Group:
 Hit = tuple  # (score, pk, values)
 
 
+NUMERIC_AGGS = (AvgAgg, SumAgg, PercentilesAgg)  # they compute on numbers
+NUMERIC_FIELDS = (LONG, DOUBLE, DATE)
+
+
+def _check_numeric(agg: object, field_type: str) -> None:
+    """OTSParameterInvalid unless ``agg`` (of NUMERIC_AGGS) reads a numeric field, and its
+    ``missing`` value, if any, is a number."""
+    kind = type(agg).__name__
+    if field_type not in NUMERIC_FIELDS:
+        raise ParameterInvalid(f"{kind} needs a LONG, DOUBLE or DATE field; "
+                               f"{agg.field_name!r} is {field_type}")  # type: ignore[attr-defined]
+    missing = agg.missing  # type: ignore[attr-defined]
+    if missing is not None and (type(missing) is bool or not isinstance(missing, (int, float))):
+        raise ParameterInvalid(f"{kind} missing value must be a number, got {describe(missing)}")
+
+
 class Aggregator:
     """Computes aggregations and group-bys over hits. ``match(query)`` gives the pks of
     the matching documents (for GroupByFilter); ``top_rows(hits, agg)`` the rows."""
@@ -228,6 +244,8 @@ class Aggregator:
             fs = self.meta.field(f)
             if not fs.enable_sort_and_agg:
                 raise ParameterInvalid(f"field {f!r} cannot aggregate: enable_sort_and_agg is off")
+            if isinstance(x, NUMERIC_AGGS):
+                _check_numeric(x, fs.type)
         if isinstance(x, GroupByField) and not 1 <= x.size <= MAX_GROUP_SIZE:
             raise ParameterInvalid(f"GroupByField size must be in [1, {MAX_GROUP_SIZE}], got {x.size}")
         if isinstance(x, GroupByComposite) and not 1 <= x.size <= MAX_GROUP_SIZE:
@@ -403,6 +421,6 @@ def date_bucket(ms: int, interval: object) -> int:
     """The start (ms, UTC) of the bucket holding ``ms``."""
     if type(interval) is int:
         return ms // interval * interval
-    d = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    d = datetime.fromtimestamp(ms / 1000, tz=UTC)
     month = 1 if interval == "year" else (d.month - 1) // 3 * 3 + 1 if interval == "quarter" else d.month
     return calendar.timegm((d.year, month, 1, 0, 0, 0)) * 1000

@@ -57,8 +57,10 @@ class SQLSession:
     # -- entry -------------------------------------------------------------------------
 
     def execute(self, text: str, params: object = None, max_scan_rows: object = _UNSET,
-                max_scan_bytes: object = _UNSET, timeout: object = _UNSET) -> SQLResult:
-        """Run one statement; see the module doc for the options."""
+                max_scan_bytes: object = _UNSET, timeout: object = _UNSET,
+                files: bool = True) -> SQLResult:
+        """Run one statement; see the module doc for the options. ``files=False`` refuses
+        COPY ... TO (a server must not write files for its callers)."""
         self._ctx.check_open()
         values = _params(params)
         limits = (_limit(max_scan_rows, MAX_SCAN_ROWS, "max_scan_rows"),
@@ -74,6 +76,10 @@ class SQLSession:
         elif kind == "explain":
             result = self._explain(plan, values)  # type: ignore[arg-type]
         elif kind == "copy":
+            if files is not True:
+                raise ParameterInvalid("COPY ... TO writes a file where the statement runs; a "
+                                       "server does not run it (run it on the store, or export "
+                                       "the result with widetable sql --format parquet)")
             result = self._copy(stmt, plan, values, limits)  # type: ignore[arg-type]
         else:
             result = self._ddl(stmt)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import NotSupported, ParameterInvalid
+from ..errors import NotSupported, ParameterInvalid, describe
 from ..search import aggs as A
 from ..search import query as Q
 from ..search import sort as S
@@ -84,6 +84,17 @@ def _value(raw: bytes) -> object:
     return plainbuffer.decode_value(raw)
 
 
+def _minimum_should_match(m) -> int | None:
+    """A Match or Bool query's minimum_should_match: the string field, else the int one."""
+    if m.new_minimum_should_match:
+        try:
+            return int(m.new_minimum_should_match)
+        except ValueError:
+            raise ParameterInvalid("minimum_should_match must be an integer, got "
+                                   f"{describe(m.new_minimum_should_match)}") from None
+    return m.minimum_should_match if m.HasField("minimum_should_match") else None
+
+
 def decode_query(msg, depth: int = 0) -> Q.Query:
     """A ``Query{type, query}`` message as the library's query."""
     if depth > 32:
@@ -115,16 +126,14 @@ def decode_query(msg, depth: int = 0) -> Q.Query:
         return Q.ExistsQuery(pb.ExistsQuery.FromString(body).field_name)
     if kind == "MATCH_QUERY":
         m = pb.MatchQuery.FromString(body)
-        msm = int(m.new_minimum_should_match) if m.new_minimum_should_match else (
-            m.minimum_should_match if m.HasField("minimum_should_match") else None)
+        msm = _minimum_should_match(m)
         return Q.MatchQuery(m.field_name, m.text, msm, "AND" if m.operator == 2 else "OR")
     if kind == "MATCH_PHRASE_QUERY":
         m = pb.MatchPhraseQuery.FromString(body)
         return Q.MatchPhraseQuery(m.field_name, m.text, m.slop)
     if kind == "BOOL_QUERY":
         m = pb.BoolQuery.FromString(body)
-        msm = int(m.new_minimum_should_match) if m.new_minimum_should_match else (
-            m.minimum_should_match if m.HasField("minimum_should_match") else None)
+        msm = _minimum_should_match(m)
         return Q.BoolQuery([sub(x) for x in m.must_queries], [sub(x) for x in m.must_not_queries],
                            [sub(x) for x in m.filter_queries], [sub(x) for x in m.should_queries], msm)
     if kind == "CONST_SCORE_QUERY":

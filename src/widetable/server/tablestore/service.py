@@ -121,6 +121,7 @@ WRITES = frozenset({
     "PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow",
     "StartLocalTransaction", "CommitTransaction",
     "CreateSearchIndex", "UpdateSearchIndex", "DeleteSearchIndex",
+    "SQLQuery",  # it runs mapping DDL too; SELECT for read-only keys would need the kind first
 })
 HEALTH_PATH = health.PATH
 

@@ -4,7 +4,9 @@ The statement runs through ``db.sql``; a result with columns is answered as the
 columnar FlatBuffers payload (``wire/sqlrows.py``, version 2, ``row_count`` set).
 A DDL answer carries no rows at all: the SDK's decoder loops forever over a
 zero-column payload. Each table read is reported in ``consumes`` with one read
-CU per row the scans read (at least 1).
+CU per row the scans read (at least 1). COPY ... TO is refused (it would write a
+file on the server). SQLQuery counts as a write for read-only access keys: it
+also runs mapping DDL.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def sql_query(db: Database, req) -> object:
     if req.HasField("version") and req.version != 2:
         raise ParameterInvalid(f"SQL payload version {req.version} is not supported; use 2 "
                                "(FlatBuffers)")
-    result = db.sql(req.query)
+    result = db.sql(req.query, files=False)  # COPY ... TO would write on the server
     resp = pb.SQLQueryResponse()
     resp.version = 2
     resp.type = _TYPES.get(result.kind, 1)
