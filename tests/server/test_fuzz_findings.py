@@ -162,3 +162,43 @@ def test_malformed_messages_inside_search_requests_are_parameter_invalid(server)
             assert _error(reply) == (400, "OTSParameterInvalid"), (api, reply)
     finally:
         ots.delete_table("fzs")
+
+
+def test_text_that_is_not_utf8_inside_search_requests_is_parameter_invalid(server) -> None:
+    """Tablestore's messages are proto2: protobuf hands back a ``string`` field holding
+    invalid UTF-8 as ``bytes``. An aggregation whose field_name was such bytes reached
+    the index's field lookup and raised TypeError (500). It is now 400
+    OTSParameterInvalid, at the request body and inside the messages carried in it."""
+    from tablestore import (CapacityUnit, FieldSchema, FieldType, ReservedThroughput,
+                            SearchIndexMeta, TableMeta, TableOptions)
+    from tablestore.protobuf import search_pb2 as s
+
+    account = _account(server)
+    ots = serving.official_client(server.endpoint, "v2", "widetable-tests-sdk")
+    ots.create_table(TableMeta("fzu", [("k", "STRING")]), TableOptions(),
+                     ReservedThroughput(CapacityUnit(0, 0)))
+    try:
+        ots.create_search_index("fzu", "ix", SearchIndexMeta(
+            [FieldSchema("n", FieldType.LONG, enable_sort_and_agg=True)]))
+
+        def bad(message) -> bytes:  # the field name "nn" replaced by two bytes that are not UTF-8
+            return message.SerializeToString().replace(b"nn", b"\xff\xfe")
+
+        match_all = s.Query(type=s.MATCH_ALL_QUERY, query=s.MatchAllQuery().SerializeToString())
+        agg = s.Aggregation(name="a", type=s.AGG_SUM,
+                            body=bad(s.SumAggregation(field_name="nn")))
+        group = s.GroupBy(name="g", type=s.GROUP_BY_FIELD,
+                          body=bad(s.GroupByField(field_name="nn", size=3)))
+        for query in (s.SearchQuery(query=match_all, aggs=s.Aggregations(aggs=[agg])),
+                      s.SearchQuery(query=match_all, group_bys=s.GroupBys(group_bys=[group]))):
+            body = s.SearchRequest(table_name="fzu", index_name="ix",
+                                   search_query=query.SerializeToString())
+            reply = _post(account, "Search", body.SerializeToString())
+            assert _error(reply) == (400, "OTSParameterInvalid"), reply
+        body = s.SearchRequest(table_name="fzu", index_name="ix",
+                               search_query=s.SearchQuery(query=match_all).SerializeToString())
+        reply = _post(account, "Search", body.SerializeToString().replace(b"fzu", b"\xff\xfe\xfd"))
+        assert _error(reply) == (400, "OTSParameterInvalid"), reply
+    finally:
+        ots.delete_search_index("fzu", "ix")
+        ots.delete_table("fzu")

@@ -18,7 +18,7 @@ from ..search import sort as S
 from ..search.execute import RETURN_ALL, RETURN_ALL_FROM_INDEX, RETURN_NONE
 from ..search.schema import FieldSchema
 from . import plainbuffer
-from .proto import enum_value, pb
+from .proto import check_text, enum_value, pb
 
 _FIELD_TYPES = {enum_value("FieldType", n): n for n in
                 ("LONG", "DOUBLE", "BOOLEAN", "KEYWORD", "TEXT", "NESTED", "GEO_POINT", "DATE")}
@@ -28,6 +28,13 @@ _MODE = {0: "min", 1: "max", 2: "avg"}
 _SCORE_MODE = {1: "none", 2: "avg", 3: "max", 4: "total", 5: "min"}
 RETURN = {1: RETURN_ALL, 3: RETURN_NONE, 4: RETURN_ALL_FROM_INDEX}
 FULL, INCR = enum_value("SyncPhase", "FULL"), enum_value("SyncPhase", "INCR")
+
+
+def _parse(cls: type, body: bytes):
+    """A request-side message carried in a bytes field, its text fields checked."""
+    msg = cls.FromString(body)
+    check_text(msg)
+    return msg
 
 
 # -- definitions ---------------------------------------------------------------------------
@@ -40,11 +47,11 @@ def field_of(fs) -> FieldSchema:
     params: dict = {}
     analyzer = fs.analyzer or None
     if fs.HasField("analyzer_parameter") and analyzer == "split":
-        p = pb.SplitAnalyzerParameter.FromString(fs.analyzer_parameter)
+        p = _parse(pb.SplitAnalyzerParameter, fs.analyzer_parameter)
         if p.HasField("delimiter"):
             params["delimiter"] = p.delimiter
     elif fs.HasField("analyzer_parameter") and analyzer == "fuzzy":
-        p = pb.FuzzyAnalyzerParameter.FromString(fs.analyzer_parameter)
+        p = _parse(pb.FuzzyAnalyzerParameter, fs.analyzer_parameter)
         if p.HasField("min_chars"):
             params["min_chars"] = p.min_chars
         if p.HasField("max_chars"):
@@ -106,52 +113,52 @@ def decode_query(msg, depth: int = 0) -> Q.Query:
     if kind == "MATCH_ALL_QUERY":
         return Q.MatchAllQuery()
     if kind == "TERM_QUERY":
-        m = pb.TermQuery.FromString(body)
+        m = _parse(pb.TermQuery, body)
         return Q.TermQuery(m.field_name, _value(m.term))
     if kind == "TERMS_QUERY":
-        m = pb.TermsQuery.FromString(body)
+        m = _parse(pb.TermsQuery, body)
         return Q.TermsQuery(m.field_name, [_value(t) for t in m.terms])
     if kind == "RANGE_QUERY":
-        m = pb.RangeQuery.FromString(body)
+        m = _parse(pb.RangeQuery, body)
         return Q.RangeQuery(m.field_name, _value(m.range_from) if m.HasField("range_from") else None,
                             _value(m.range_to) if m.HasField("range_to") else None,
                             m.include_lower, m.include_upper)
     if kind == "PREFIX_QUERY":
-        m = pb.PrefixQuery.FromString(body)
+        m = _parse(pb.PrefixQuery, body)
         return Q.PrefixQuery(m.field_name, m.prefix)
     if kind == "WILDCARD_QUERY":
-        m = pb.WildcardQuery.FromString(body)
+        m = _parse(pb.WildcardQuery, body)
         return Q.WildcardQuery(m.field_name, m.value)
     if kind == "EXISTS_QUERY":
-        return Q.ExistsQuery(pb.ExistsQuery.FromString(body).field_name)
+        return Q.ExistsQuery(_parse(pb.ExistsQuery, body).field_name)
     if kind == "MATCH_QUERY":
-        m = pb.MatchQuery.FromString(body)
+        m = _parse(pb.MatchQuery, body)
         msm = _minimum_should_match(m)
         return Q.MatchQuery(m.field_name, m.text, msm, "AND" if m.operator == 2 else "OR")
     if kind == "MATCH_PHRASE_QUERY":
-        m = pb.MatchPhraseQuery.FromString(body)
+        m = _parse(pb.MatchPhraseQuery, body)
         return Q.MatchPhraseQuery(m.field_name, m.text, m.slop)
     if kind == "BOOL_QUERY":
-        m = pb.BoolQuery.FromString(body)
+        m = _parse(pb.BoolQuery, body)
         msm = _minimum_should_match(m)
         return Q.BoolQuery([sub(x) for x in m.must_queries], [sub(x) for x in m.must_not_queries],
                            [sub(x) for x in m.filter_queries], [sub(x) for x in m.should_queries], msm)
     if kind == "CONST_SCORE_QUERY":
-        return Q.ConstScoreQuery(sub(pb.ConstScoreQuery.FromString(body).filter))
+        return Q.ConstScoreQuery(sub(_parse(pb.ConstScoreQuery, body).filter))
     if kind == "FUNCTION_SCORE_QUERY":
-        m = pb.FunctionScoreQuery.FromString(body)
+        m = _parse(pb.FunctionScoreQuery, body)
         return Q.FunctionScoreQuery(sub(m.query), Q.FieldValueFactor(m.field_value_factor.field_name))
     if kind == "NESTED_QUERY":
-        m = pb.NestedQuery.FromString(body)
+        m = _parse(pb.NestedQuery, body)
         return Q.NestedQuery(m.path, sub(m.query), _SCORE_MODE.get(m.score_mode, "avg"))
     if kind == "GEO_DISTANCE_QUERY":
-        m = pb.GeoDistanceQuery.FromString(body)
+        m = _parse(pb.GeoDistanceQuery, body)
         return Q.GeoDistanceQuery(m.field_name, m.center_point, m.distance)
     if kind == "GEO_BOUNDING_BOX_QUERY":
-        m = pb.GeoBoundingBoxQuery.FromString(body)
+        m = _parse(pb.GeoBoundingBoxQuery, body)
         return Q.GeoBoundingBoxQuery(m.field_name, m.top_left, m.bottom_right)
     if kind == "GEO_POLYGON_QUERY":
-        m = pb.GeoPolygonQuery.FromString(body)
+        m = _parse(pb.GeoPolygonQuery, body)
         return Q.GeoPolygonQuery(m.field_name, list(m.points))
     raise NotSupported(f"query type {kind} is not supported")
 
@@ -191,7 +198,7 @@ def decode_aggs(msg) -> list:
         if a.type not in _AGGS:
             raise NotSupported(f"aggregation type {a.type} is not supported over the wire yet")
         name, cls = _AGGS[a.type]
-        body = getattr(pb, name).FromString(a.body)
+        body = _parse(getattr(pb, name), a.body)
         if a.type == 5:
             out.append(cls(a.name, body.field_name))
         else:
@@ -232,18 +239,18 @@ def decode_group_bys(msg) -> list:
     out = []
     for g in msg.group_bys:
         if g.type == 1:
-            m = pb.GroupByField.FromString(g.body)
+            m = _parse(pb.GroupByField, g.body)
             out.append(A.GroupByField(g.name, m.field_name, m.size if m.HasField("size") else 10,
                                       _group_sort(m.sort), tuple(decode_aggs(m.sub_aggs)),
                                       tuple(decode_group_bys(m.sub_group_bys))))
         elif g.type == 2:
-            m = pb.GroupByRange.FromString(g.body)
+            m = _parse(pb.GroupByRange, g.body)
             ranges = tuple((None if math.isinf(r.begin) else r.begin, None if math.isinf(r.end) else r.end)
                            for r in m.ranges)
             out.append(A.GroupByRange(g.name, m.field_name, ranges, tuple(decode_aggs(m.sub_aggs)),
                                       tuple(decode_group_bys(m.sub_group_bys))))
         elif g.type == 3:
-            m = pb.GroupByFilter.FromString(g.body)
+            m = _parse(pb.GroupByFilter, g.body)
             out.append(A.GroupByFilter(g.name, tuple(decode_query(q) for q in m.filters),
                                        tuple(decode_aggs(m.sub_aggs)), tuple(decode_group_bys(m.sub_group_bys))))
         else:

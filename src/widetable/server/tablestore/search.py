@@ -12,7 +12,7 @@ from ...db import Database
 from ...errors import NotSupported, ParameterInvalid
 from ...search import query as Q
 from ...wire import convert
-from ...wire.proto import pb
+from ...wire.proto import check_text, pb
 from ...wire.search import (
     FULL, INCR, ORDER, RETURN, decode_aggs, decode_group_bys, decode_query, decode_sort,
     encode_aggs, encode_group_bys, field_of, put_field,
@@ -96,6 +96,7 @@ def _routing(table, raw: list[bytes]) -> list | None:
 def search(db: Database, req) -> object:
     table = db.table(req.table_name)
     sq = pb.SearchQuery.FromString(req.search_query)
+    check_text(sq)
     if sq.HasField("collapse"):
         raise NotSupported("collapse is not supported")
     query = decode_query(sq.query) if sq.HasField("query") else Q.MatchAllQuery()
@@ -131,6 +132,7 @@ def compute_splits(db: Database, req) -> object:
 def parallel_scan(db: Database, req) -> object:
     table = db.table(req.table_name)
     sq = pb.ScanQuery.FromString(req.scan_query)
+    check_text(sq)
     query = decode_query(sq.query) if sq.HasField("query") else Q.MatchAllQuery()
     res = db.search_parallel_scan(
         req.table_name, req.index_name, query, req.session_id.decode("utf-8", "replace"),

@@ -45,7 +45,7 @@ from ...wire.errors import (
     status_of,
     wire_message,
 )
-from ...wire.proto import message
+from ...wire.proto import check_text, message
 from ...wire.signing import DateClock, content_md5
 from ..core import dispatch, health
 from ..core.auth import KeyStore, Verified
@@ -327,6 +327,8 @@ def decode(api: str, body: bytes, upgrades: dict | frozenset = frozenset()):
                                  f"{LATER[api]}", UNSUPPORTED_OPERATION)
         raise WidetableError(f"unknown API {api[:64]!r}", UNSUPPORTED_OPERATION)
     try:
-        return cls.FromString(body)
+        msg = cls.FromString(body)
     except (DecodeError, RecursionError, ValueError) as exc:
         raise WidetableError(f"malformed {api} request body: {exc}", "OTSParameterInvalid") from None
+    check_text(msg)
+    return msg

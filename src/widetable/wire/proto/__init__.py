@@ -20,6 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.descriptor import FieldDescriptor
+
+from ...errors import ParameterInvalid
 
 PACKAGE = "com.aliyun.tablestore.protocol"
 
@@ -51,4 +54,25 @@ class _Messages:
 
 pb = _Messages()
 
-__all__ = ["PACKAGE", "enum_value", "message", "pb"]
+
+def check_text(msg, path: str = "") -> None:
+    """OTSParameterInvalid naming the field if a ``string`` field of ``msg`` (or of a
+    message inside it) is not valid UTF-8.
+
+    Tablestore's messages are proto2, and protobuf hands a proto2 ``string`` field
+    that holds invalid UTF-8 back as ``bytes`` instead of refusing it; code that
+    treats the field as ``str`` would then fail with a TypeError far from the wire."""
+    for field, value in msg.ListFields():
+        name = f"{path}{field.name}"
+        if field.type == FieldDescriptor.TYPE_STRING:
+            values = value if field.label == FieldDescriptor.LABEL_REPEATED else (value,)
+            for v in values:
+                if not isinstance(v, str):
+                    raise ParameterInvalid(f"field {name} is not valid UTF-8: {bytes(v)[:64]!r}")
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            values = value if field.label == FieldDescriptor.LABEL_REPEATED else (value,)
+            for v in values:
+                check_text(v, f"{name}.")
+
+
+__all__ = ["PACKAGE", "check_text", "enum_value", "message", "pb"]
