@@ -321,7 +321,61 @@ class ColumnPagination:
             raise ParameterInvalid(f"column pagination limit must be > 0, got {self.limit!r}")
 
 
-class col:
+class _Comparisons:
+    """The comparison operators and methods of a filter builder: each makes its filter
+    through ``_make(op, value, **flags)``."""
+
+    __slots__ = ()
+
+    def _make(self, op: str, value: object, **kw: bool) -> Filter:
+        raise NotImplementedError
+
+    def __eq__(self, value: object) -> Filter:  # type: ignore[override]
+        return self._make("==", value)
+
+    def __ne__(self, value: object) -> Filter:  # type: ignore[override]
+        return self._make("!=", value)
+
+    def __gt__(self, value: object) -> Filter:
+        return self._make(">", value)
+
+    def __ge__(self, value: object) -> Filter:
+        return self._make(">=", value)
+
+    def __lt__(self, value: object) -> Filter:
+        return self._make("<", value)
+
+    def __le__(self, value: object) -> Filter:
+        return self._make("<=", value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def eq(self, value: object, **kw: bool) -> Filter:
+        return self._make("==", value, **kw)
+
+    def ne(self, value: object, **kw: bool) -> Filter:
+        return self._make("!=", value, **kw)
+
+    def gt(self, value: object, **kw: bool) -> Filter:
+        return self._make(">", value, **kw)
+
+    def ge(self, value: object, **kw: bool) -> Filter:
+        return self._make(">=", value, **kw)
+
+    def lt(self, value: object, **kw: bool) -> Filter:
+        return self._make("<", value, **kw)
+
+    def le(self, value: object, **kw: bool) -> Filter:
+        return self._make("<=", value, **kw)
+
+
+def _check_flags(kw: dict) -> None:
+    unknown = sorted(set(kw) - set(_FLAGS))
+    if unknown:
+        raise ParameterInvalid(f"unknown filter option {unknown[0]!r}; use {' or '.join(_FLAGS)}")
+
+
+class col(_Comparisons):
     """Builder: ``col("price") >= 10``, ``col("x").eq(1, pass_if_missing=False)``."""
 
     __slots__ = ("name",)
@@ -330,48 +384,8 @@ class col:
         self.name = check_name(name, "column name")
 
     def _make(self, op: str, value: object, **kw: bool) -> SingleColumnFilter:
-        unknown = sorted(set(kw) - set(_FLAGS))
-        if unknown:
-            raise ParameterInvalid(f"unknown filter option {unknown[0]!r}; use {' or '.join(_FLAGS)}")
+        _check_flags(kw)
         return SingleColumnFilter(self.name, op, value, **kw)
-
-    def __eq__(self, value: object) -> SingleColumnFilter:  # type: ignore[override]
-        return self._make("==", value)
-
-    def __ne__(self, value: object) -> SingleColumnFilter:  # type: ignore[override]
-        return self._make("!=", value)
-
-    def __gt__(self, value: object) -> SingleColumnFilter:
-        return self._make(">", value)
-
-    def __ge__(self, value: object) -> SingleColumnFilter:
-        return self._make(">=", value)
-
-    def __lt__(self, value: object) -> SingleColumnFilter:
-        return self._make("<", value)
-
-    def __le__(self, value: object) -> SingleColumnFilter:
-        return self._make("<=", value)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def eq(self, value: object, **kw: bool) -> SingleColumnFilter:
-        return self._make("==", value, **kw)
-
-    def ne(self, value: object, **kw: bool) -> SingleColumnFilter:
-        return self._make("!=", value, **kw)
-
-    def gt(self, value: object, **kw: bool) -> SingleColumnFilter:
-        return self._make(">", value, **kw)
-
-    def ge(self, value: object, **kw: bool) -> SingleColumnFilter:
-        return self._make(">=", value, **kw)
-
-    def lt(self, value: object, **kw: bool) -> SingleColumnFilter:
-        return self._make("<", value, **kw)
-
-    def le(self, value: object, **kw: bool) -> SingleColumnFilter:
-        return self._make("<=", value, **kw)
 
     def regex(self, pattern: str, cast_type: str = "STRING") -> regex_col:
         r"""``col("info").regex(r"age:(\d+)", "INTEGER") > 30``: compare what ``pattern``
@@ -379,7 +393,7 @@ class col:
         return regex_col(self.name, pattern, cast_type)
 
 
-class regex_col:
+class regex_col(_Comparisons):
     """Builder of SingleColumnRegexFilter: ``col(name).regex(pattern, cast_type) op value``.
 
     The pattern and the cast are checked at once; ``.eq(v, pass_if_missing=True,
@@ -394,48 +408,8 @@ class regex_col:
         self.cast_type = cast_type
 
     def _make(self, op: str, value: object, **kw: bool) -> SingleColumnRegexFilter:
-        unknown = sorted(set(kw) - set(_FLAGS))
-        if unknown:
-            raise ParameterInvalid(f"unknown filter option {unknown[0]!r}; use {' or '.join(_FLAGS)}")
+        _check_flags(kw)
         return SingleColumnRegexFilter(self.name, op, value, self.regex, self.cast_type, **kw)
-
-    def __eq__(self, value: object) -> SingleColumnRegexFilter:  # type: ignore[override]
-        return self._make("==", value)
-
-    def __ne__(self, value: object) -> SingleColumnRegexFilter:  # type: ignore[override]
-        return self._make("!=", value)
-
-    def __gt__(self, value: object) -> SingleColumnRegexFilter:
-        return self._make(">", value)
-
-    def __ge__(self, value: object) -> SingleColumnRegexFilter:
-        return self._make(">=", value)
-
-    def __lt__(self, value: object) -> SingleColumnRegexFilter:
-        return self._make("<", value)
-
-    def __le__(self, value: object) -> SingleColumnRegexFilter:
-        return self._make("<=", value)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def eq(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
-        return self._make("==", value, **kw)
-
-    def ne(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
-        return self._make("!=", value, **kw)
-
-    def gt(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
-        return self._make(">", value, **kw)
-
-    def ge(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
-        return self._make(">=", value, **kw)
-
-    def lt(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
-        return self._make("<", value, **kw)
-
-    def le(self, value: object, **kw: bool) -> SingleColumnRegexFilter:
-        return self._make("<=", value, **kw)
 
 
 @dataclass(frozen=True, slots=True)
