@@ -246,6 +246,20 @@ def test_hash_prefix_with_range_scans() -> None:
     assert "hash-prefix-with-range-scans" not in fired(ev(GOOD, range_scans=True))
 
 
+def test_hashed_and_salted_keys_name_the_search_index_as_the_remedy() -> None:
+    """Seed 000: a hash prefix loses range reads (如果需要範圍查詢，可以使用多元索引替代) and
+    buckets lose the global order (通過多元索引實現按時間等欄位的有序查詢): both findings
+    name the search index and the calls that build and query it."""
+    from widetable.keys import builders, hash_prefix
+
+    hashed = [(hash_prefix(str(1718000000 + i)), i) for i in range(300)]
+    salted = [(builders.salted(1718000000 + i, 16), i) for i in range(300)]
+    for keys in (hashed, salted):
+        f = next(f for f in advise_evidence(ev(keys, range_scans=True)).findings
+                 if f.rule == "hash-prefix-with-range-scans")
+        assert "多元索引" in f.fix and "db.create_search_index" in f.fix and "db.search" in f.fix, f.fix
+
+
 def test_hashed_binary_keys_report_their_hashed_fraction() -> None:
     import hashlib
 

@@ -179,13 +179,18 @@ def hashed_with_ranges(ev: Evidence) -> Finding | None:
     if kind == "hashed":
         title = f"First key column {name!r} is hashed, but the workload reads ranges: ranges in the original order are gone"
         fix = ("Lead with a naturally dispersed column and keep order within it (seed 000 方法三 局部有序), "
-               "or keep the hash and serve range queries from a secondary or search index (多元索引).")
+               "or keep the hash and serve range queries from a secondary index or a search index "
+               "(多元索引: db.create_search_index, then db.search with a RangeQuery and a FieldSort; "
+               "seed 000: 如果需要範圍查詢，可以使用多元索引替代).")
         sev = WARNING
     else:
         title = (f"First key column {name!r} salts rows into {buckets} buckets: every range read "
                  f"fans out to {buckets} queries")
         fix = ("Keep it if writes need it, and read with BucketedTable (parallel, merged in key order); "
-               "fewer buckets mean less fan-out (seed 000: 桶數越多, 讀取時需查詢的桶也越多).")
+               "fewer buckets mean less fan-out (seed 000: 桶數越多, 讀取時需查詢的桶也越多). "
+               "Or order by time or any other field with a search index (多元索引: "
+               "db.create_search_index, then db.search with a FieldSort), one query over every bucket "
+               "(seed 000: 通過多元索引實現按時間等欄位的有序查詢).")
         sev = INFO if buckets <= 16 else WARNING
     return Finding(
         rule="hash-prefix-with-range-scans",
