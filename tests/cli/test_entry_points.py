@@ -89,6 +89,15 @@ def test_demo_in_process(cli):
     for r in sorted(rows, key=lambda r: r["time"]):
         per_device.setdefault(r.primary_key[1], []).append(r.primary_key[3])
     assert all(orders == list(range(1, len(orders) + 1)) for orders in per_device.values())
+    # The search index part (seed 000 多元索引): each figure it prints is the brute-force answer.
+    assert "多元索引" in out
+    flat = " ".join(out.split())  # titles wrap at the terminal's width
+    times = sorted(r["time"] for r in rows if r.primary_key[2] == "S03")
+    lo, hi = times[len(times) // 4], times[3 * len(times) // 4]
+    assert f"5 of {sum(lo <= t < hi for t in times)}" in flat
+    s01 = sum(r["amount"] for r in rows if r.primary_key[2] == "S01")
+    assert f"S01 {sum(r.primary_key[2] == 'S01' for r in rows)} {s01 / 100:.2f}" in flat
+    assert f"3 of {sum('牛肉' in r['note'] for r in rows)}" in flat
 
 
 def test_demo_end_to_end_twice(tmp_path):

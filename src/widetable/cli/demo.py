@@ -50,6 +50,15 @@ SELLERS = [
     ("S07", "Gym", 6, 1),
     ("S08", "Market", 5, 1),
 ]
+# What a swipe bought, by canteen: Chinese text for the search index's word segmentation.
+NOTES = {
+    "North": ("早餐 豆漿 油條", "午餐 紅燒牛肉 米飯", "晚餐 牛肉麵"),
+    "South": ("午餐 番茄炒蛋 米飯", "晚餐 水餃", "早餐 包子 豆漿"),
+    "Library": ("咖啡 拿鐵", "文具 筆記本", "列印 講義"),
+    "Gym": ("運動飲料", "游泳 門票"),
+    "Market": ("水果 蘋果", "牛奶 麵包"),
+}
+SEARCH_INDEX = "consumption_search"
 START_MS = int(datetime(2024, 9, 1, 23, 0, tzinfo=UTC).timestamp() * 1000)  # 07:00 UTC+8
 ROWS_PER_CARD = 12
 
@@ -79,6 +88,7 @@ def generate(rows: int, seed: int) -> list[Record]:
             "time": now,
             "canteen": canteen,
             "paid": rng.random() > 0.03,  # a few offline swipes await settlement
+            "note": rng.choice(NOTES[canteen]),
         }
         out.append(((card, device, seller, orders[device]), columns))
     return out
@@ -169,6 +179,9 @@ def run(db: Database, rows: int = 3000, seed: int = 42) -> None:
     heading("Pagination: next_start_primary_key")
     show_pages(t, card, lo, hi)
 
+    heading("Search index (seed 000 多元索引): queries the primary key cannot serve")
+    show_search(db, records)
+
     elapsed = time.perf_counter() - started
     heading("Done")
     say(
@@ -179,6 +192,48 @@ def run(db: Database, rows: int = 3000, seed: int = 42) -> None:
         f"  widetable --data {db.path} scan {TABLE} --start '[\"{card}\"]' "
         f'--end \'["{card}", "INF_MAX"]\' --filter "amount >= 1500"'
     )
+
+
+def show_search(db: Database, records: list[Record]) -> None:
+    """A search index on the table: a seller's swipes in a time range, newest first (the
+    order CardID-first keys lose), a sum per seller, and a Chinese full-text match."""
+    from .. import search as S
+
+    say(
+        f"db.create_search_index({TABLE!r}, {SEARCH_INDEX!r}, ...) indexes SellerID, time, amount, "
+        "canteen and note (TEXT, max_word: Chinese word segmentation); the full sync runs now, "
+        "then the change log keeps it current."
+    )
+    db.create_search_index(TABLE, SEARCH_INDEX, fields=[
+        S.FieldSchema("SellerID", "KEYWORD"), S.FieldSchema("time", "DATE"),
+        S.FieldSchema("amount", "LONG"), S.FieldSchema("canteen", "KEYWORD"),
+        S.FieldSchema("note", "TEXT", analyzer="max_word"),
+    ])
+    if not db.wait_for_search_indexes(TABLE, SEARCH_INDEX, timeout=60):
+        raise WidetableError(f"search index {SEARCH_INDEX!r} did not finish its full sync in 60 s",
+                             "OTSTimeout")
+    seller = "S03"
+    times = sorted(c["time"] for pk, c in records if pk[2] == seller)
+    lo, hi = times[len(times) // 4], times[3 * len(times) // 4]
+    query = S.BoolQuery(must_queries=(S.TermQuery("SellerID", seller), S.RangeQuery("time", lo, hi)))
+    found = db.search(TABLE, SEARCH_INDEX, query, sort=[S.FieldSort("time", S.DESC)], limit=5,
+                      columns=["amount", "time", "note"], get_total_count=True)
+    show_rows(found.rows, db.table(TABLE),
+              f"SellerID = {seller!r} AND time in [{lo}, {hi}), newest first: "
+              f"5 of {found.total_count}")
+    by_seller = S.GroupByField("sellers", "SellerID", size=8, sub_aggs=(S.SumAgg("fen", "amount"),))
+    grouped = db.search(TABLE, SEARCH_INDEX, S.MatchAllQuery(), limit=0, group_bys=[by_seller])
+    table = RichTable(title="GroupByField(SellerID) with SumAgg(amount): every card, one query",
+                      box=box.SIMPLE_HEAVY)
+    for name in ("SellerID", "swipes", "yuan"):
+        table.add_column(name, justify="right" if name != "SellerID" else "left")
+    for group in grouped.group_bys["sellers"]:
+        table.add_row(str(group.key), str(group.row_count), f"{group.aggs['fen'] / 100:.2f}")
+    render.console.print(table)
+    beef = db.search(TABLE, SEARCH_INDEX, S.MatchQuery("note", "牛肉"), limit=3,
+                     columns=["canteen", "note"], get_total_count=True)
+    show_rows(beef.rows, db.table(TABLE),
+              f"MatchQuery('note', '牛肉') (Chinese full text): 3 of {beef.total_count}")
 
 
 def show_partition_choice(records: list[Record]) -> None:
