@@ -111,8 +111,48 @@ MAX_SUB_FILTERS = 10  # sub-filters of one AND / OR, as in Tablestore
 _FLAGS = ("pass_if_missing", "latest_version_only")
 
 
+class _ColumnFilter(Filter):
+    """What the single-column filters share: the checks of ``column``, ``op``, ``value``
+    and the flags, and ``matches`` over the newest value or every version, each value
+    judged by the subclass's ``_test``."""
+
+    __slots__ = ()
+
+    def _check_column_op_value(self) -> None:
+        check_name(self.column, "column name")  # type: ignore[attr-defined]
+        if type(self.op) is not str or self.op not in _OPS:  # type: ignore[attr-defined]
+            raise ParameterInvalid(f"unknown comparison {describe(self.op)}; use one of {list(_OPS)}")  # type: ignore[attr-defined]
+        # The value as a write stores it (a bytearray or memoryview becomes bytes), so it
+        # compares with stored values.
+        object.__setattr__(self, "value", check_value(self.column, self.value))  # type: ignore[attr-defined]
+
+    def _check_flags(self) -> None:
+        for flag in _FLAGS:
+            if type(getattr(self, flag)) is not bool:
+                raise ParameterInvalid(
+                    f"{flag} must be True or False, got {describe(getattr(self, flag))}")
+
+    @property
+    def needs_versions(self) -> bool:
+        return not self.latest_version_only  # type: ignore[attr-defined]
+
+    def _test(self, v: object) -> bool:
+        raise NotImplementedError
+
+    def matches(self, latest: Mapping[str, object], versions: Mapping[str, list] | None) -> bool:
+        column = self.column  # type: ignore[attr-defined]
+        if self.latest_version_only or versions is None:  # type: ignore[attr-defined]
+            if column not in latest:
+                return self.pass_if_missing  # type: ignore[attr-defined]
+            return self._test(latest[column])
+        cells = versions.get(column)
+        if not cells:
+            return self.pass_if_missing  # type: ignore[attr-defined]
+        return any(self._test(v) for _, v in cells)
+
+
 @dataclass(frozen=True, slots=True)
-class SingleColumnFilter(Filter):
+class SingleColumnFilter(_ColumnFilter):
     """``column op value``. A missing column passes when ``pass_if_missing``.
 
     With ``latest_version_only=False`` the row passes if any version matches.
@@ -126,33 +166,11 @@ class SingleColumnFilter(Filter):
     latest_version_only: bool = True
 
     def __post_init__(self) -> None:
-        check_name(self.column, "column name")
-        if type(self.op) is not str or self.op not in _OPS:
-            raise ParameterInvalid(f"unknown comparison {describe(self.op)}; use one of {list(_OPS)}")
-        # The value as a write stores it (a bytearray or memoryview becomes bytes), so it
-        # compares with stored values.
-        object.__setattr__(self, "value", check_value(self.column, self.value))
-        for flag in _FLAGS:
-            if type(getattr(self, flag)) is not bool:
-                raise ParameterInvalid(
-                    f"{flag} must be True or False, got {describe(getattr(self, flag))}")
-
-    @property
-    def needs_versions(self) -> bool:
-        return not self.latest_version_only
+        self._check_column_op_value()
+        self._check_flags()
 
     def _test(self, v: object) -> bool:
         return _comparable(v, self.value) and _OPS[self.op](v, self.value)
-
-    def matches(self, latest: Mapping[str, object], versions: Mapping[str, list] | None) -> bool:
-        if self.latest_version_only or versions is None:
-            if self.column not in latest:
-                return self.pass_if_missing
-            return self._test(latest[self.column])
-        cells = versions.get(self.column)
-        if not cells:
-            return self.pass_if_missing
-        return any(self._test(v) for _, v in cells)
 
 
 CAST_TYPES = ("STRING", "INTEGER", "DOUBLE")  # what a regex filter casts its match to
@@ -183,7 +201,7 @@ def compile_regex(pattern: object) -> object:
 
 
 @dataclass(frozen=True, slots=True)
-class SingleColumnRegexFilter(Filter):
+class SingleColumnRegexFilter(_ColumnFilter):
     """Tablestore's SingleColumnValueRegexFilter: ``cast(regex match of column) op value``.
 
     For each value looked at (the newest, or every version), the value must be a STRING;
@@ -207,24 +225,14 @@ class SingleColumnRegexFilter(Filter):
     compiled: object = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        check_name(self.column, "column name")
-        if type(self.op) is not str or self.op not in _OPS:
-            raise ParameterInvalid(f"unknown comparison {describe(self.op)}; use one of {list(_OPS)}")
-        object.__setattr__(self, "value", check_value(self.column, self.value))
+        self._check_column_op_value()
         cast = getattr(self.cast_type, "value", self.cast_type)
         if type(cast) is not str or cast.upper() not in CAST_TYPES:
             raise ParameterInvalid(
                 f"regex filter cast_type must be one of {list(CAST_TYPES)}, got {describe(self.cast_type)}")
         object.__setattr__(self, "cast_type", cast.upper())
         object.__setattr__(self, "compiled", compile_regex(self.regex))
-        for flag in _FLAGS:
-            if type(getattr(self, flag)) is not bool:
-                raise ParameterInvalid(
-                    f"{flag} must be True or False, got {describe(getattr(self, flag))}")
-
-    @property
-    def needs_versions(self) -> bool:
-        return not self.latest_version_only
+        self._check_flags()
 
     def transform(self, v: object) -> object:
         """The value the comparison sees: the cast match, or ``_NO_MATCH``."""
@@ -251,16 +259,6 @@ class SingleColumnRegexFilter(Filter):
     def _test(self, v: object) -> bool:
         t = self.transform(v)
         return t is not _NO_MATCH and _comparable(t, self.value) and _OPS[self.op](t, self.value)
-
-    def matches(self, latest: Mapping[str, object], versions: Mapping[str, list] | None) -> bool:
-        if self.latest_version_only or versions is None:
-            if self.column not in latest:
-                return self.pass_if_missing
-            return self._test(latest[self.column])
-        cells = versions.get(self.column)
-        if not cells:
-            return self.pass_if_missing
-        return any(self._test(v) for _, v in cells)
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,7 +367,7 @@ class _Comparisons:
         return self._make("<=", value, **kw)
 
 
-def _check_flags(kw: dict) -> None:
+def _check_options(kw: dict) -> None:
     unknown = sorted(set(kw) - set(_FLAGS))
     if unknown:
         raise ParameterInvalid(f"unknown filter option {unknown[0]!r}; use {' or '.join(_FLAGS)}")
@@ -384,7 +382,7 @@ class col(_Comparisons):
         self.name = check_name(name, "column name")
 
     def _make(self, op: str, value: object, **kw: bool) -> SingleColumnFilter:
-        _check_flags(kw)
+        _check_options(kw)
         return SingleColumnFilter(self.name, op, value, **kw)
 
     def regex(self, pattern: str, cast_type: str = "STRING") -> regex_col:
@@ -408,7 +406,7 @@ class regex_col(_Comparisons):
         self.cast_type = cast_type
 
     def _make(self, op: str, value: object, **kw: bool) -> SingleColumnRegexFilter:
-        _check_flags(kw)
+        _check_options(kw)
         return SingleColumnRegexFilter(self.name, op, value, self.regex, self.cast_type, **kw)
 
 
