@@ -244,12 +244,23 @@ leaf_filters = st.one_of(
     st.builds(F.CellsPerColumnLimit, st.integers(1, 5)), st.just(F.StripValue()),
     st.builds(F.ApplyLabel, st.sampled_from(["lbl", "x1"])), st.just(F.Sink()), st.just(F.PassAll()),
     st.just(F.BlockAll()), st.builds(F.RowSample, st.sampled_from([0.25, 0.5, 0.9])),
+    st.builds(F.ValueBitmask, st.binary(min_size=1, max_size=3)),
 )
+
+
+def _valid(flt) -> bool:
+    try:
+        F.check_filter(flt)
+    except ParameterInvalid:
+        return False
+    return True
+
+
 row_filters = st.recursive(leaf_filters, lambda inner: st.one_of(
-    st.builds(F.Chain, st.lists(inner, min_size=1, max_size=3).map(tuple)),
-    st.builds(F.Interleave, st.lists(inner, min_size=1, max_size=3).map(tuple)),
+    st.builds(F.Chain, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+    st.builds(F.Interleave, st.lists(inner, min_size=2, max_size=3).map(tuple)),
     st.builds(F.Condition, inner, st.one_of(st.none(), inner), st.one_of(st.none(), inner))),
-    max_leaves=6)
+    max_leaves=6).filter(_valid)
 
 
 @settings(max_examples=300, deadline=None)

@@ -88,7 +88,7 @@ def _flag(f, name: str) -> None:
         raise ParameterInvalid(f"RowFilter.{name} must be true if set")
 
 
-def decode_filter(f, _depth: int = 0):
+def decode_filter(f):
     """A ``RowFilter``, or None when no filter kind is set (every cell passes).
 
     The result is checked by ``filters.check_filter``: a bad regex, a negative count or
@@ -164,6 +164,8 @@ def _decode_filter(f, depth: int):
         return F.CellsPerColumnLimit(f.cells_per_column_limit_filter)
     if kind == "apply_label_transformer":
         return F.ApplyLabel(f.apply_label_transformer)
+    if kind == "value_bitmask_filter":
+        return F.ValueBitmask(f.value_bitmask_filter.mask)
     raise NotSupported(f"RowFilter.{kind} is not supported")
 
 
@@ -226,6 +228,8 @@ def encode_filter(flt):
         return RF(cells_per_column_limit_filter=flt.n)
     if t is F.ApplyLabel:
         return RF(apply_label_transformer=flt.label)
+    if t is F.ValueBitmask:
+        return RF(value_bitmask_filter=v2.ValueBitmask(mask=flt.mask))
     raise ParameterInvalid(f"not a row filter: {describe(flt)}")
 
 
