@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ...errors import NotSupported, ParameterInvalid, WidetableError
+from ...errors import ParameterInvalid, WidetableError
 from ...wire.bigtable import DATA, rpc, v2
 from ...wire.bigtable.convert import (
     decode_filter,
@@ -22,7 +22,7 @@ from ...wire.bigtable.convert import (
 )
 from ...wire.bigtable.errors import status_of
 from ...wire.bigtable.rows import encode_rows
-from .service import Registry, instance_name, no_views, table_id
+from .service import Registry, details, instance_name, no_views, table_id
 
 INLINE_ENTRIES = 100  # rows of a MutateRows run on the loop
 MAX_ENTRIES = 100_000  # Bigtable's limit of mutations in one MutateRows
@@ -36,7 +36,6 @@ class DataService:
     def __init__(self, bt, pool) -> None:
         self.bt = bt
         self.pool = pool
-        self._tables: dict[str, object] = {}
 
     def register(self, reg: Registry) -> None:
         reg.service(DATA)
@@ -115,7 +114,7 @@ class DataService:
             if err is None:
                 add(index=i, status=_OK)
             else:
-                add(index=i, status=rpc.Status(code=status_of(err), message=err.message))
+                add(index=i, status=rpc.Status(code=status_of(err), message=details(err.message)))
         yield resp
 
     async def check_and_mutate_row(self, req, context):
@@ -164,7 +163,3 @@ def _within(samples, r):
         if r.end is not None and (not key or key > r.end or (key == r.end and not r.end_inclusive)):
             break
     return out
-
-
-def unsupported(what: str):
-    raise NotSupported(f"{what} is not supported")

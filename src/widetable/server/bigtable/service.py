@@ -16,13 +16,19 @@ from collections.abc import Callable
 import grpc
 from google.protobuf.message import DecodeError
 
-from ...errors import NotSupported, ParameterInvalid, WidetableError
+from ...errors import NotSupported, ParameterInvalid, WidetableError, describe
 from ...wire.bigtable import Method, methods
 from ...wire.bigtable.errors import UNAUTHENTICATED, status_of
 
 log = logging.getLogger("widetable.server.bigtable")
 
 CODES = {c.value[0]: c for c in grpc.StatusCode}
+MAX_DETAILS = 2000  # characters of a status message: it travels in a header (8 KiB cap)
+
+
+def details(message: str) -> str:
+    """A status message short enough for the trailers (a value it names may be huge)."""
+    return message if len(message) <= MAX_DETAILS else message[:MAX_DETAILS - 3] + "..."
 
 
 def _identity(b: bytes) -> bytes:
@@ -38,7 +44,7 @@ def table_id(name: str, field: str = "table_name") -> str:
     if len(parts) != 6 or parts[0] != "projects" or parts[2] != "instances" \
             or parts[4] != "tables" or not all(parts[1::2]):
         raise ParameterInvalid(
-            f"{field} {name!r} is not of the form projects/<project>/instances/<instance>/tables/<table>")
+            f"{field} {describe(name, 200)} is not of the form projects/<project>/instances/<instance>/tables/<table>")
     return parts[5]
 
 
@@ -48,7 +54,7 @@ def instance_name(name: str, field: str = "parent") -> str:
     if len(parts) != 4 or parts[0] != "projects" or parts[2] != "instances" \
             or not parts[1] or not parts[3]:
         raise ParameterInvalid(
-            f"{field} {name!r} is not of the form projects/<project>/instances/<instance>")
+            f"{field} {describe(name, 200)} is not of the form projects/<project>/instances/<instance>")
     return name
 
 
@@ -70,9 +76,9 @@ class Abort(Exception):
 
 async def _answer_error(context, exc: BaseException, what: str) -> None:
     if isinstance(exc, WidetableError):
-        await context.abort(CODES[status_of(exc)], exc.message)
+        await context.abort(CODES[status_of(exc)], details(exc.message))
     if isinstance(exc, Abort):
-        await context.abort(CODES[exc.code], exc.message)
+        await context.abort(CODES[exc.code], details(exc.message))
     log.exception("%s failed", what)
     await context.abort(grpc.StatusCode.INTERNAL, f"{what}: internal error: {type(exc).__name__}")
 
