@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ..errors import ObjectNotExist, ParameterInvalid, describe
+from ..errors import ObjectNotExist, ParameterInvalid, WidetableError, describe
 from . import statements
 from .access import Access, bind, choose
 from .mapping import Mapping, MappingCatalog
@@ -36,6 +36,11 @@ MAX_SCAN_ROWS = 100_000
 MAX_SCAN_BYTES = 128 * 1024 * 1024
 TIMEOUT = 30.0
 PLAN_CACHE = 512
+READS = frozenset({"query", "explain", "describe", "show_tables", "show_index"})
+NO_PERMISSION = "OTSNoPermissionAccess"
+_WORDS = {"copy": "COPY ... TO", "create": "CREATE TABLE (a mapping)",
+          "alter_add": "ALTER TABLE ... ADD COLUMN", "alter_drop": "ALTER TABLE ... DROP COLUMN",
+          "drop_mapping": "DROP MAPPING TABLE"}
 _UNSET = object()
 
 
@@ -58,15 +63,21 @@ class SQLSession:
 
     def execute(self, text: str, params: object = None, max_scan_rows: object = _UNSET,
                 max_scan_bytes: object = _UNSET, timeout: object = _UNSET,
-                files: bool = True) -> SQLResult:
+                files: bool = True, read_only: str | None = None) -> SQLResult:
         """Run one statement; see the module doc for the options. ``files=False`` refuses
-        COPY ... TO (a server must not write files for its callers)."""
+        COPY ... TO (a server must not write files for its callers). ``read_only``: the
+        caller (an access key's id) may only read: a statement other than SELECT,
+        EXPLAIN, DESCRIBE or SHOW is refused with ``OTSNoPermissionAccess``, unrun."""
         self._ctx.check_open()
         values = _params(params)
         limits = (_limit(max_scan_rows, MAX_SCAN_ROWS, "max_scan_rows"),
                   _limit(max_scan_bytes, MAX_SCAN_BYTES, "max_scan_bytes"),
                   _seconds(timeout))
         stmt, plan = self._prepared(text)
+        if read_only is not None and stmt.kind not in READS:
+            raise WidetableError(
+                f"access key {read_only!r} is read-only: it may run SELECT, EXPLAIN, DESCRIBE "
+                f"and SHOW, not {_WORDS.get(stmt.kind, stmt.kind)}", NO_PERMISSION)
         if stmt.params != len(values) and stmt.kind in ("query", "explain", "copy"):
             raise ParameterInvalid(f"the statement has {stmt.params} ? parameters but "
                                    f"{len(values)} were given")
