@@ -54,23 +54,29 @@ class DataService:
 
     # -- reads ------------------------------------------------------------------------------
 
-    async def read_rows(self, req, context):
+    def read_rows(self, req, context):
+        """The answer's messages, lazily: the scan runs as they are written."""
         table = self.table(req, "ReadRows")
         if req.rows_limit < 0:
             raise ParameterInvalid(f"rows_limit {req.rows_limit} is negative")
-        rows = decode_row_set(req.rows) if req.HasField("rows") else None
         flt = decode_filter(req.filter) if req.HasField("filter") else None
-        it = table.read_rows(rows, flt, limit=req.rows_limit, reverse=req.reversed)
-        for message in encode_rows(it):
-            yield message
+        if req.HasField("rows") and req.rows.row_keys and not req.rows.row_ranges:
+            # keys only: point reads (a key set is no range scan)
+            keys = sorted(set(req.rows.row_keys), reverse=req.reversed)
+            if len(keys) == 1:
+                row = table.read_row(keys[0], flt)
+                return encode_rows(() if row is None else (row,))
+            return encode_rows(_limited(_points(table, keys, flt), req.rows_limit))
+        rows = decode_row_set(req.rows) if req.HasField("rows") else None
+        return encode_rows(table.read_rows(rows, flt, limit=req.rows_limit, reverse=req.reversed))
 
-    async def sample_row_keys(self, req, context):
+    def sample_row_keys(self, req, context):
         table = self.table(req, "SampleRowKeys")
         samples = table.sample_row_keys()
         if req.HasField("row_range"):
             samples = _within(samples, decode_row_range(req.row_range))
-        for key, offset in samples:
-            yield v2.SampleRowKeysResponse(row_key=key, offset_bytes=offset)
+        return [v2.SampleRowKeysResponse(row_key=key, offset_bytes=offset)
+                for key, offset in samples]
 
     async def ping_and_warm(self, req, context):
         instance_name(req.name, "name")
@@ -84,6 +90,7 @@ class DataService:
         return v2.MutateRowResponse()
 
     async def mutate_rows(self, req, context):
+        """One message with every entry's status (a coroutine: a big batch runs on the pool)."""
         table = self.table(req, "MutateRows")
         n = len(req.entries)
         if not n:
@@ -115,7 +122,7 @@ class DataService:
                 add(index=i, status=_OK)
             else:
                 add(index=i, status=rpc.Status(code=status_of(err), message=details(err.message)))
-        yield resp
+        return (resp,)
 
     async def check_and_mutate_row(self, req, context):
         table = self.table(req, "CheckAndMutateRow")
@@ -150,6 +157,23 @@ def encode_row(row, key: bytes):
             column = family.columns.add(qualifier=cell.qualifier)
         column.cells.add(timestamp_micros=cell.timestamp, value=cell.value, labels=cell.labels)
     return out
+
+
+def _points(table, keys, flt):
+    for key in keys:
+        row = table.read_row(key, flt)
+        if row is not None:
+            yield row
+
+
+def _limited(rows, limit: int):
+    if not limit:
+        yield from rows
+        return
+    for n, row in enumerate(rows, 1):
+        yield row
+        if n >= limit:
+            return
 
 
 def _within(samples, r):

@@ -97,8 +97,9 @@ class Registry:
         self._handlers.setdefault(service, {})
 
     def add(self, service: str, name: str, fn: Callable, raw_response: bool = False) -> None:
-        """``fn(request, context)``: a coroutine for a unary answer, an async generator for
-        a streamed one (as the method is). ``raw_response``: it yields serialized bytes."""
+        """``fn(request, context)``: a coroutine for a unary answer; for a streamed one, a
+        function (or coroutine) returning an iterable of the messages. ``raw_response``:
+        the messages are serialized bytes already."""
         method = self._methods[service][name]
         wrapped = self._wrap(method, fn)
         serialize = _identity if raw_response else method.response.SerializeToString
@@ -132,11 +133,16 @@ class Registry:
 
         if method.server_streaming:
             async def streamed(data: bytes, context):
+                # context.write, not an async generator: a generator costs grpc's asyncio
+                # server a task per message; ``fn`` returns a plain iterable
                 if not self._authorized(context):
                     await context.abort(CODES[UNAUTHENTICATED], "missing or wrong bearer token")
                 try:
-                    async for item in fn(request_of(data), context):
-                        yield item
+                    answer = fn(request_of(data), context)
+                    if hasattr(answer, "__await__"):
+                        answer = await answer
+                    for item in answer:
+                        await context.write(item)
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a status
                     await _answer_error(context, exc, what)
             return streamed
