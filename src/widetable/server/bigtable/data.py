@@ -9,8 +9,6 @@ loop keeps serving other calls meanwhile.
 
 from __future__ import annotations
 
-import asyncio
-
 from ...errors import ParameterInvalid, WidetableError
 from ...wire.bigtable import DATA, rpc, v2
 from ...wire.bigtable.convert import (
@@ -33,15 +31,15 @@ _OK = rpc.Status()
 class DataService:
     """The data API's handlers over ``bt`` (a BigtableInstance)."""
 
-    def __init__(self, bt, pool) -> None:
+    def __init__(self, bt) -> None:
         self.bt = bt
-        self.pool = pool
 
     def register(self, reg: Registry) -> None:
         reg.service(DATA)
         reg.add(DATA, "ReadRows", self.read_rows, raw_response=True)
         reg.add(DATA, "MutateRow", self.mutate_row)
-        reg.add(DATA, "MutateRows", self.mutate_rows)
+        reg.add(DATA, "MutateRows", self.mutate_rows,
+                pooled=lambda req: len(req.entries) > INLINE_ENTRIES)
         reg.add(DATA, "CheckAndMutateRow", self.check_and_mutate_row)
         reg.add(DATA, "ReadModifyWriteRow", self.read_modify_write_row)
         reg.add(DATA, "SampleRowKeys", self.sample_row_keys)
@@ -78,19 +76,19 @@ class DataService:
         return [v2.SampleRowKeysResponse(row_key=key, offset_bytes=offset)
                 for key, offset in samples]
 
-    async def ping_and_warm(self, req, context):
+    def ping_and_warm(self, req, context):
         instance_name(req.name, "name")
         return v2.PingAndWarmResponse()
 
     # -- writes -----------------------------------------------------------------------------
 
-    async def mutate_row(self, req, context):
+    def mutate_row(self, req, context):
         table = self.table(req, "MutateRow")
         table.mutate_row(req.row_key, decode_mutations(req.mutations))
         return v2.MutateRowResponse()
 
-    async def mutate_rows(self, req, context):
-        """One message with every entry's status (a coroutine: a big batch runs on the pool)."""
+    def mutate_rows(self, req, context):
+        """One message with every entry's status."""
         table = self.table(req, "MutateRows")
         n = len(req.entries)
         if not n:
@@ -108,12 +106,7 @@ class DataService:
             except WidetableError as exc:
                 statuses[i] = exc
         if entries:
-            if len(entries) <= INLINE_ENTRIES:
-                results = table.mutate_rows(entries)
-            else:
-                results = await asyncio.get_running_loop().run_in_executor(
-                    self.pool, table.mutate_rows, entries)
-            for i, err in zip(where, results):
+            for i, err in zip(where, table.mutate_rows(entries)):
                 statuses[i] = err
         resp = v2.MutateRowsResponse()
         add = resp.entries.add
@@ -124,7 +117,7 @@ class DataService:
                 add(index=i, status=rpc.Status(code=status_of(err), message=details(err.message)))
         return (resp,)
 
-    async def check_and_mutate_row(self, req, context):
+    def check_and_mutate_row(self, req, context):
         table = self.table(req, "CheckAndMutateRow")
         pred = decode_filter(req.predicate_filter) if req.HasField("predicate_filter") else None
         true_m = decode_mutations(req.true_mutations, "true_mutations", allow_empty=True)
@@ -135,7 +128,7 @@ class DataService:
         matched = table.check_and_mutate_row(req.row_key, pred, true_m, false_m)
         return v2.CheckAndMutateRowResponse(predicate_matched=bool(matched))
 
-    async def read_modify_write_row(self, req, context):
+    def read_modify_write_row(self, req, context):
         table = self.table(req, "ReadModifyWriteRow")
         if not req.rules:
             raise ParameterInvalid("ReadModifyWriteRow has no rules")
