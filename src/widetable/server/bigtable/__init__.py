@@ -48,8 +48,10 @@ class BigtableServer:
 
     def __init__(self, db, pool: Executor, host: str = "127.0.0.1", port: int = 0,
                  certfile: str | None = None, keyfile: str | None = None,
-                 token: str | None = None) -> None:
+                 token: str | None = None, capacity: int | None = None) -> None:
         """``pool``: where calls that may run long go (table DDL, big MutateRows).
+        ``capacity``: operations per second per partition set on tables created here
+        (None: left as the store's default).
 
         grpc's asyncio server, not its threaded one: measured here, the threaded server
         spent as much CPU per call or more (its threads contend for the GIL)."""
@@ -62,7 +64,7 @@ class BigtableServer:
         bt = db.bigtable
         registry = Registry(token, pool)
         DataService(bt).register(registry)
-        TableAdminService(bt).register(registry)
+        TableAdminService(db, capacity).register(registry)
         self._loop = asyncio.new_event_loop()
         self._stopped = threading.Event()
         self._done = asyncio.Event()

@@ -21,8 +21,12 @@ CONSISTENCY_TOKEN = "widetable-consistent"  # one copy of the data: always consi
 
 
 class TableAdminService:
-    def __init__(self, bt) -> None:
-        self.bt = bt
+    def __init__(self, db, capacity: int | None = None) -> None:
+        """``capacity``: the server's ``--capacity`` (operations per second per partition),
+        set on the tables created here as the Tablestore side sets it on its own."""
+        self.db = db
+        self.bt = db.bigtable
+        self.capacity = capacity
 
     def register(self, reg: Registry) -> None:
         reg.service(TABLE_ADMIN)
@@ -46,6 +50,8 @@ class TableAdminService:
         families = [decode_family(name, cf) for name, cf in sorted(req.table.column_families.items())]
         splits = decode_splits(req.initial_splits)
         self.bt.create_table(req.table_id, families, splits)
+        if self.capacity is not None:
+            self.db.update_table(req.table_id, capacity=self.capacity)
         info = self.bt.get_table(req.table_id)
         return encode_table(info, f"{parent}/tables/{req.table_id}")
 
