@@ -323,3 +323,16 @@ def test_native_and_public_full_match_agree():
         native, public = F._full_match(rx), F._full_match(PublicOnly(rx))
         for s in subjects:
             assert native(s) == public(s) == (rx.fullmatch(s) is not None), (pattern, s)
+
+
+def test_compiled_filters_are_remembered_by_repr():
+    f = Chain((QualifierRegex(b"c[0-9]"), CellsPerColumnLimit(1)))
+    assert compile_filter(f) is compile_filter(Chain((QualifierRegex(b"c[0-9]"),
+                                                       CellsPerColumnLimit(1))))
+    # equal but not the same filter to check_filter: True == 1, yet True is refused
+    compile_filter(CellsPerRowLimit(1))
+    with pytest.raises(ParameterInvalid, match="got True"):
+        compile_filter(CellsPerRowLimit(True))
+    # an explicit RNG compiles afresh, so its draws are its own
+    assert compile_filter(RowSample(0.5), random.Random(1)) is not compile_filter(
+        RowSample(0.5), random.Random(1))
