@@ -27,14 +27,32 @@ from widetable.bigtable.types import FamilySpec, SetCell
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module", params=["rocksdb", "memory"])
+@pytest.fixture(scope="module", params=["rocksdb", "memory", "grpc"])
 def bt(request, tmp_path_factory):
     if request.param == "memory":
         db = widetable.open(":memory:", engine="memory", purge_interval=None)
     else:
         db = widetable.open(str(tmp_path_factory.mktemp("filters") / "store"), engine="rocksdb",
                             purge_interval=None)
-    yield db.bigtable
+    if request.param != "grpc":
+        yield db.bigtable
+        db.close()
+        return
+    # the gRPC path: Bigtable's API served on a loopback port, read through the client adapter
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from widetable.client.bigtable import connect_bigtable
+    from widetable.server.bigtable import BigtableServer
+
+    pool = ThreadPoolExecutor(2)
+    server = BigtableServer(db, pool, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    remote = connect_bigtable(server.endpoint)
+    yield remote
+    remote.close()
+    server.stop(1)
+    pool.shutdown()
     db.close()
 
 

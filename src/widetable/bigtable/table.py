@@ -13,6 +13,7 @@ change and write the row's touched families in ONE engine batch under the row lo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from operator import itemgetter
 from typing import TYPE_CHECKING
@@ -53,13 +54,25 @@ _first, _second = itemgetter(0), itemgetter(1)
 
 
 def _compiled(filter: object):
-    """``(compiled filter or None, families it can output or None)``; checks the filter."""
+    """``(compiled filter or None, families it can output or None)``; checks the filter.
+    Filters are frozen values: the last few are kept compiled (checking and compiling
+    one, regexes and all, costs several times a row read)."""
     if filter is None:
         return None, None
+    try:
+        return _compiled_cached(filter)
+    except TypeError:  # an unhashable filter (a list where a tuple belongs): checked uncached
+        return _compile(filter)
+
+
+def _compile(filter: object):
     from .filters import check_filter, compile_filter, filter_families
 
     check_filter(filter)
     return compile_filter(filter), filter_families(filter)
+
+
+_compiled_cached = functools.lru_cache(maxsize=512)(_compile)
 
 
 def _gc_expired():
