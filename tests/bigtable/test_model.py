@@ -401,6 +401,10 @@ def test_a_read_of_one_family_reads_no_other_family(db, t) -> None:
             reads.append(self.name)
             return self._family.get(key)
 
+        def multi_get(self, keys):
+            reads.append(self.name)
+            return self._family.multi_get(keys)
+
         def scan(self, *a):
             reads.append(self.name)
             return self._family.scan(*a)
@@ -437,3 +441,68 @@ def test_a_closed_store_refuses(db, t) -> None:
         t.read_row(b"r")
     with pytest.raises(WidetableError):
         t.mutate_row(b"r", [SetCell("cf", b"q", 1000, b"v")])
+
+
+def test_tablestore_ddl_that_does_not_apply_is_refused(db, t) -> None:
+    for call in (lambda: db.update_table("t", max_versions=3), lambda: db.update_table("t", ttl=60),
+                 lambda: db.update_table("t", stream=True),
+                 lambda: db.create_index("t", "ix", ["key"], None, "GLOBAL")):
+        with pytest.raises(ParameterInvalid, match="Bigtable table"):
+            call()
+    db.update_table("t", split_size=2**30)  # partition options apply
+
+
+def test_concurrent_writers_are_linearized(t) -> None:
+    import threading
+
+    def work(n: int) -> None:
+        for _ in range(200):
+            t.read_modify_write_row(b"counter", [ReadModifyWriteRule("cf", b"n", increment=1)])
+            t.mutate_row(b"counter", [SetCell("b", b"last", 0, b"%d" % n)])
+            t.check_and_mutate_row(b"counter", None, [SetCell("z", b"seen", 0, b"y")])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    newest = next(c for c in t.read_row(b"counter").cells if (c.family, c.qualifier) == ("cf", b"n"))
+    assert newest.value == be(800)  # no increment lost
+
+
+def test_stats_advisor_and_key_visualizer_see_a_bigtable_table(db, t) -> None:
+    from widetable.design import advisor
+    from widetable.design.keyviz import matrix
+
+    for i in range(300):
+        t.mutate_row(b"user#%04d" % i, [SetCell("cf", b"q", 1000, b"v" * 200)])
+    for _ in range(50):
+        t.read_row(b"user#0007")
+    db.maintain_partitions("t")
+    stats = db.table_stats("t")
+    assert stats["table"] == "t"
+    part = stats["partitions"][0] if "partitions" in stats else None
+    assert part is None or part["writes"] >= 300
+    advice = advisor.advise(db, "t", simulate_fixes=False)
+    assert advice is not None
+    keyviz = matrix.from_stats(db.table_stats("t"))
+    assert keyviz is not None
+    sampled, shapes = advisor.sample_table(db, "t")
+    assert len(sampled) == min(300, advisor.SAMPLE) and sampled[0][0].startswith(b"user#")
+    assert shapes[0].columns == 1
+
+
+def test_mutate_rows_applies_entries_of_one_row_in_turn(t) -> None:
+    with pytest.warns(UserWarning, match="10 MB"):
+        statuses = t.mutate_rows([
+            (b"r", [SetCell("cf", b"a", 1000, b"1")]),
+            (b"r", [SetCell("cf", b"b", 1000, b"2"), SetCell("nope", b"x", 1000, b"")]),
+            (b"r", [DeleteFromColumn("cf", b"a"), SetCell("z", b"c", 1000, b"3")]),
+            (b"s", [SetCell("cf", b"a", 1000, b"x" * 100)]),
+            (b"r", [SetCell("cf", b"big", 1000, b"x" * (100 * 2**20))] * 3),
+        ])
+    assert statuses[0] is None and statuses[2] is None and statuses[3] is None
+    assert isinstance(statuses[1], ObjectNotExist)
+    assert isinstance(statuses[4], ParameterInvalid) and "268435456" in statuses[4].message
+    assert t.read_row(b"r").cells == (Cell("z", b"c", 1000, b"3"),)
+    assert t.read_row(b"s").cells == (Cell("cf", b"a", 1000, b"x" * 100),)

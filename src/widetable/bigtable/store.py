@@ -82,19 +82,35 @@ class FamilyTable(Table):
 
     def read_columns(self, row_key: bytes, names: list[str]) -> dict[str, tuple[C.Columns, int]]:
         """``{family: (columns, stored bytes)}`` of one row's families ``names`` that hold
-        cells; reads only those families' records (one get per family's record)."""
+        cells; reads only those families' records (one get per family, or one multi_get
+        per column family when several share a storage profile)."""
         out: dict[str, tuple[C.Columns, int]] = {}
         families, stores = self.families, self.stores
-        for name in names:
+        decode = C.decode_columns
+        if len(names) == 1:
+            name = names[0]
             blob = stores[name].get(layout.family_key_of(row_key, families[name].family_id))
             if blob is not None:
-                out[name] = (C.decode_columns(blob), len(blob))
+                out[name] = (decode(blob), len(blob))
+            return out
+        groups: dict[int, tuple[object, list[str]]] = {}
+        for name in names:
+            store = stores[name]
+            groups.setdefault(id(store), (store, []))[1].append(name)
+        for store, group in groups.values():
+            keys = [layout.family_key_of(row_key, families[n].family_id) for n in group]
+            for name, blob in zip(group, store.multi_get(keys)):  # type: ignore[attr-defined]
+                if blob is not None:
+                    out[name] = (decode(blob), len(blob))
         return out
 
-    def write_columns(self, row_key: bytes, changed: dict[str, C.Columns]) -> int:
+    def write_columns(self, row_key: bytes, changed: dict[str, C.Columns], batch=None) -> int:
         """Write the new columns of each family in ``changed`` (empty: its record is
-        deleted) in ONE engine batch; returns the bytes now stored for them."""
-        batch = self._engine.batch()
+        deleted) in ONE engine batch (``batch``: put them in it, the caller writes it);
+        returns the bytes now stored for them."""
+        own = batch is None
+        if own:
+            batch = self._engine.batch()
         families, stores = self.families, self.stores
         total = 0
         for name, columns in changed.items():
@@ -105,7 +121,8 @@ class FamilyTable(Table):
             else:
                 batch.put(key, blob, stores[name].handle)
                 total += len(blob)
-        self._engine.write(batch)
+        if own:
+            self._engine.write(batch)
         return total
 
     def scan_family(self, name: str, lo: bytes, hi: bytes, reverse: bool) -> Iterator[tuple[bytes, bytes]]:

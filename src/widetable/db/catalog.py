@@ -204,6 +204,13 @@ class Catalog:
         check_flag(stream, "stream", optional=True)
         with self._ddl_lock:
             table = self.base_table(name)
+            if table.schema.model == BIGTABLE and (
+                    max_versions is not None or ttl is not None or stream
+                    or defined_columns is not None):
+                raise ParameterInvalid(
+                    f"table {name!r} is a Bigtable table: its versions and expiry are its "
+                    "families' GC rules (db.bigtable.modify_families); it has no stream or "
+                    "defined columns. Partition options apply")
             old = table.schema.options
             old_stream = table.schema.stream
             options = TableOptions(
@@ -350,8 +357,12 @@ class Catalog:
         check_flag(include_base_data, "include_base_data")
         check_flag(progress, "progress", optional=True)
         with self._ddl_lock:
+            base = self.base_table(table)
+            if base.schema.model == BIGTABLE:
+                raise ParameterInvalid(
+                    f"table {table!r} is a Bigtable table: secondary indexes are for Tablestore tables")
             return self._indexes.create(
-                self.base_table(table), name, primary_key, defined_columns, index_type,
+                base, name, primary_key, defined_columns, index_type,
                 include_base_data, progress,
             )
 
