@@ -402,7 +402,11 @@ class SQLSession:
                     replica.table_id, [c.name for c in spec.columns])))
             else:
                 sources.append((spec.view, arrow_schema(spec.columns), None))
-        ops = engine.explain(plan.duck_sql, values, sources)
+        try:
+            ops = engine.explain(plan.duck_sql, values, sources)
+        except WidetableError as exc:  # EXPLAIN still shows the access paths
+            rows.append(("(duckdb plan)", "not available", exc.message))
+            return
         scans = [o for o in ops if o["name"] in ("ARROW_SCAN", "SEQ_SCAN", "TABLE_SCAN")]
         for o in scans:
             info = o["info"]
