@@ -481,8 +481,17 @@ class ReplicaStore:
                 cur.close()
 
     def close(self) -> None:
+        """Detach the replicas' database; a file holding no replica (none built, or every
+        build cut short) is removed, so the next open of the store does not load SQL."""
+        import os
         with self._lock:
             try:
+                ready = self._db.execute(f"SELECT COUNT(*) FROM {SCHEMA}.meta WHERE ready"
+                                         ).fetchone()[0]
                 self._db.execute(f"DETACH {SCHEMA}")
             except duckdb.Error:
-                pass
+                return
+            if self.path is not None and not ready:
+                for p in (self.path, self.path + ".wal"):
+                    if os.path.exists(p):
+                        os.remove(p)
