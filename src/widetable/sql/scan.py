@@ -205,7 +205,8 @@ def batches(access: Access, columns: tuple[Column, ...], budget: Budget,
     fetch = access.kind == "index" and not access.covering
     key_names = access.base.schema.pk_names if fetch else table.schema.pk_names
     page = _Page(access.base.name, columns, key_names)
-    attrs = [c.name for c in columns if c.name not in access.base.schema.pk_names] or None
+    base_keys = access.base.schema.pk_names
+    attrs = [c.name for c in columns if c.name not in base_keys] or None
     limit = access.limit
     arity = len(table.schema.pk_names)
 
@@ -245,7 +246,8 @@ def rows(access: Access, columns: tuple[Column, ...], budget: Budget) -> Iterato
     are its pk and columns."""
     table = access.table
     fetch = access.kind == "index" and not access.covering
-    attrs = [c.name for c in columns if c.name not in access.base.schema.pk_names] or None
+    base_keys = access.base.schema.pk_names
+    attrs = [c.name for c in columns if c.name not in base_keys] or None
     arity = len(table.schema.pk_names)
     if access.kind == "search":
         for page in _search_pages(access, attrs, budget, access.limit):
