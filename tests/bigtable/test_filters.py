@@ -308,3 +308,31 @@ def test_filter_families():
     # a sink before the narrowing outputs every family
     assert filter_families(Chain((Interleave((Sink(), PassAll())), FamilyNameRegex("a")))) is None
     assert filter_families(Chain((FamilyNameRegex("a"), Sink()))) == {"a"}
+
+
+def test_native_and_public_full_match_agree():
+    from widetable.bigtable import filters as F
+
+    class PublicOnly:     # what _full_match falls back to without the native object
+        def __init__(self, rx):
+            self.fullmatch = rx.fullmatch
+
+    subjects = [b"", b"a", b"ab", b"a\nb", b"\xff", b"\x00\x00", b"abab", b"b"]
+    for pattern in (b"a*", b"(ab)+", b"\\C", b"a.b", b"a\\Cb", b"[^a]*", b"", b"(?s).*"):
+        rx = F._regex(pattern, "test")
+        native, public = F._full_match(rx), F._full_match(PublicOnly(rx))
+        for s in subjects:
+            assert native(s) == public(s) == (rx.fullmatch(s) is not None), (pattern, s)
+
+
+def test_compiled_filters_are_remembered_by_repr():
+    f = Chain((QualifierRegex(b"c[0-9]"), CellsPerColumnLimit(1)))
+    assert compile_filter(f) is compile_filter(Chain((QualifierRegex(b"c[0-9]"),
+                                                       CellsPerColumnLimit(1))))
+    # equal but not the same filter to check_filter: True == 1, yet True is refused
+    compile_filter(CellsPerRowLimit(1))
+    with pytest.raises(ParameterInvalid, match="got True"):
+        compile_filter(CellsPerRowLimit(True))
+    # an explicit RNG compiles afresh, so its draws are its own
+    assert compile_filter(RowSample(0.5), random.Random(1)) is not compile_filter(
+        RowSample(0.5), random.Random(1))

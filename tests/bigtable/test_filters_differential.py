@@ -20,7 +20,7 @@ from widetable.bigtable import filters as F
 from widetable.bigtable.types import Cell
 from widetable.errors import ParameterInvalid
 
-__all__ = ["cells_of_a_row", "filters", "model_read", "rows_and_filters"]
+__all__ = ["cells_of_a_row", "filter_trees", "model_read", "rows_and_filters"]
 
 FAMILIES = ["a", "b", "cf", "f.1", "_x"]
 QUALIFIERS = [b"", b"a", b"ab", b"b", b"q", b"q\x00", b"\x00", b"\xff", b"\xff\xfe", b"\n",
@@ -52,7 +52,7 @@ byte_patterns = st.one_of(st.sampled_from(BYTE_PATTERNS), st.sampled_from(QUALIF
 bounds = st.one_of(st.none(), qualifiers)
 labels = st.sampled_from(["x", "y", "lab-1", "0"])
 
-leaves = st.one_of(
+_LEAVES = [
     st.builds(F.RowKeyRegex, byte_patterns),
     st.builds(F.FamilyNameRegex, st.sampled_from(FAMILY_PATTERNS)),
     st.builds(F.QualifierRegex, byte_patterns),
@@ -68,8 +68,8 @@ leaves = st.one_of(
     st.builds(F.CellsPerColumnLimit, st.integers(0, 3)),
     st.just(F.StripValue()), st.builds(F.ApplyLabel, labels), st.just(F.Sink()),
     st.just(F.PassAll()), st.just(F.BlockAll()),
-    st.builds(F.RowSample, st.sampled_from([0.2, 0.5, 0.9])),
-)
+]
+_SAMPLE = st.builds(F.RowSample, st.sampled_from([0.2, 0.5, 0.9]))
 
 
 def _composites(sub):
@@ -81,17 +81,24 @@ def _composites(sub):
     )
 
 
-filters = st.recursive(leaves, _composites, max_leaves=10)
+def filter_trees(with_sample: bool = True):
+    """Nested filters of every kind (valid or not: check with ``model_valid``)."""
+    leaves = st.one_of(*_LEAVES, *([_SAMPLE] if with_sample else []))
+    return st.recursive(leaves, _composites, max_leaves=10)
+
+
+filters = filter_trees()
 
 
 @st.composite
-def rows_and_filters(draw):
-    """(rows in key order, a valid filter, an RNG seed) for any read path."""
+def rows_and_filters(draw, with_sample: bool = True):
+    """(rows in key order, a valid filter, an RNG seed) for any read path. Without
+    ``with_sample`` no RowSample appears, for paths that draw from ``random`` itself."""
     keys = draw(st.lists(st.one_of(st.sampled_from([b"a", b"ab", b"q\x00", b"\xff", b"a\nb"]),
                                    st.binary(min_size=1, max_size=4)),
                          min_size=1, max_size=5, unique=True))
     rows = [(k, draw(cells_of_a_row())) for k in sorted(keys)]
-    f = draw(filters)
+    f = draw(filter_trees(with_sample))
     assume(model_valid(f))
     return rows, f, draw(st.integers(0, 2**32))
 

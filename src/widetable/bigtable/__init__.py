@@ -21,7 +21,30 @@ from widetable.bigtable.types import (
     TableInfo,
 )
 
+
+
+def instance(db):
+    """The Bigtable model over store ``db`` (the same object as ``db.bigtable``)."""
+    return db.bigtable
+
+
+def __getattr__(name: str):
+    # The model's classes load on first use: the value types alone import nothing else.
+    if name in ("BigtableInstance",):
+        from .instance import BigtableInstance
+
+        return BigtableInstance
+    if name in ("BigtableTable",):
+        from .table import BigtableTable
+
+        return BigtableTable
+    raise AttributeError(name)
+
+
 __all__ = [
+    "BigtableInstance",
+    "BigtableTable",
+    "instance",
     "AddToCell",
     "BigtableRow",
     "Cell",

@@ -51,6 +51,7 @@ ParameterInvalid naming the offending value.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Callable
@@ -66,7 +67,7 @@ MAX_DEPTH = 20
 MAX_LABEL = 15
 _LABEL = re.compile(r"[a-z0-9\-]{1,15}")
 _META = frozenset(b"\\.+*?()|[]{}^$")
-_CACHE_LIMIT = 4096   # per compiled matcher: distinct subjects whose answer is remembered
+_CACHE_LIMIT = 2048   # per compiled matcher: distinct subjects whose answer is remembered
 
 
 def _tuple_field(obj: Any) -> None:
@@ -319,10 +320,15 @@ _OPTIONS.log_errors = False
 
 def _regex(pattern: bytes, kind: str) -> Any:
     try:
-        return re2.compile(pattern, _OPTIONS)
+        return _re2_compile(pattern)
     except re2.error as e:
         raise ParameterInvalid(f"{kind} pattern {pattern!r:.200} is not a valid RE2 regex: "
                                f"{e}") from None
+
+
+@functools.lru_cache(maxsize=256)
+def _re2_compile(pattern: bytes) -> Any:
+    return re2.compile(pattern, _OPTIONS)
 
 
 # ---- compilation ------------------------------------------------------------------
@@ -350,9 +356,34 @@ def compile_filter(f: RowFilter | None,
     output cells in row order as a list (possibly the input list itself, never
     mutated). ``None`` compiles to pass-all. RowSample draws from ``rng`` (default: the
     ``random`` module). The compiled function is safe to share between threads.
+
+    Without ``rng`` the result is remembered (up to 128 filters, keyed by ``repr``,
+    which tells ``True`` from ``1`` where equality does not), so a point read that
+    passes the same filter every time compiles it once, regex answers included.
     """
     if f is None:
-        return lambda key, cells: cells if isinstance(cells, list) else list(cells)
+        return _pass_all
+    if rng is not None:
+        return _build(f, rng)
+    key = repr(f)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        fn = _build(f, None)
+        if len(_COMPILED) >= _COMPILED_LIMIT:
+            _COMPILED.clear()
+        _COMPILED[key] = fn
+    return fn
+
+
+_COMPILED: dict[str, Callable[[bytes, list[Cell]], list[Cell]]] = {}
+_COMPILED_LIMIT = 128
+
+
+def _pass_all(key: bytes, cells: list[Cell]) -> list[Cell]:
+    return cells if isinstance(cells, list) else list(cells)
+
+
+def _build(f: RowFilter, rng: random.Random | None) -> Callable[[bytes, list[Cell]], list[Cell]]:
     check_filter(f)
     samples: list[float] = []
     root = _compile(f, samples)
@@ -485,10 +516,10 @@ def _compile_leaf(f: RowFilter) -> _Node:
             return []
         return _Node(sink)
     if isinstance(f, RowKeyRegex):
-        match = _matcher(f.pattern, cache=False)
+        match = _matcher(f.pattern, cache=0)
         return _Node(lambda key, cells, ctx: cells if match(key) else [])
     if isinstance(f, FamilyNameRegex):
-        fmatch = _matcher(f.pattern.encode("utf-8"), cache=True)
+        fmatch = _matcher(f.pattern.encode("utf-8"), cache=0)
         known: dict[str, bool] = {}
 
         def family_ok(c: Cell) -> bool:
@@ -500,10 +531,10 @@ def _compile_leaf(f: RowFilter) -> _Node:
             return ok
         return _pred_node(family_ok)
     if isinstance(f, QualifierRegex):
-        qmatch = _matcher(f.pattern, cache=True)
+        qmatch = _matcher(f.pattern, cache=256)
         return _pred_node(lambda c: qmatch(c.qualifier))
     if isinstance(f, ValueRegex):
-        vmatch = _matcher(f.pattern, cache=False)
+        vmatch = _matcher(f.pattern, cache=64)
         return _pred_node(lambda c: vmatch(c.value))
     if isinstance(f, ColumnRange):
         family = f.family
@@ -574,10 +605,11 @@ def _bounds(start: bytes | None, end: bytes | None, start_incl: bool,
     return (lambda x: start < x <= end) if end_incl else (lambda x: start < x < end)
 
 
-def _matcher(pattern: bytes, cache: bool) -> Callable[[bytes], bool]:
+def _matcher(pattern: bytes, cache: int) -> Callable[[bytes], bool]:
     """A full-match test for ``pattern``: plain comparisons for a literal, ``lit\\C*`` and
-    ``lit.*``; otherwise RE2, remembering up to 4096 answers when ``cache`` (qualifiers
-    and family names repeat from row to row; keys and values mostly do not)."""
+    ``lit.*``; otherwise RE2, remembering up to 2048 answers for subjects of at most
+    ``cache`` bytes (qualifiers and family names repeat from row to row, short values
+    often do, keys never)."""
     literal, tail = _literal_prefix(pattern)
     if tail == b"":
         return lambda s: s == literal
@@ -586,20 +618,36 @@ def _matcher(pattern: bytes, cache: bool) -> Callable[[bytes], bool]:
     if tail == b".*":
         size = len(literal)
         return lambda s: s.startswith(literal) and s.find(b"\n", size) < 0
-    rx = _regex(pattern, "regex")
-    full = rx.fullmatch
+    full = _full_match(_regex(pattern, "regex"))
     if not cache:
-        return lambda s: full(s) is not None
+        return full
     known: dict[bytes, bool] = {}
 
     def match(s: bytes) -> bool:
         ok = known.get(s)
         if ok is None:
-            ok = full(s) is not None
-            if len(known) < _CACHE_LIMIT:
+            ok = full(s)
+            if len(known) < _CACHE_LIMIT and len(s) <= cache:
                 known[s] = ok
         return ok
     return match
+
+
+def _full_match(rx: Any) -> Callable[[bytes], bool]:
+    """``rx`` fully matches ``s``? google-re2's ``fullmatch`` builds a match object through
+    a generator (about 3 us a call); its native ``RE2.Match`` with ANCHOR_BOTH answers the
+    same question in a fifth of the time. That object is not public API, so it is probed
+    once and ``fullmatch`` is the fallback."""
+    try:
+        native, anchor = rx._regexp, re2._Anchor.ANCHOR_BOTH
+        probe = native.Match(anchor, b"", 0, 0)[0]
+        if probe != (-1, -1) and probe != (0, 0):
+            raise TypeError(probe)
+    except Exception:  # noqa: BLE001 - any change in the private API: use the public one
+        fullmatch = rx.fullmatch
+        return lambda s: fullmatch(s) is not None
+    no_match = (-1, -1)
+    return lambda s: native.Match(anchor, s, 0, len(s))[0] != no_match
 
 
 def _literal_prefix(pattern: bytes) -> tuple[bytes, bytes]:

@@ -106,6 +106,7 @@ class Database(SearchFacade):
                                      ctx.ids.take, LogSource(ctx.changelog))
         self._search.open(self._tables)
         self._sql = None  # widetable.sql.SQLSession, made on the first db.sql call
+        self._bigtable = None  # widetable.bigtable.BigtableInstance, made on first use
         self._sql_lock = threading.Lock()
         if isinstance(self.path, str) and os.path.exists(
                 os.path.join(self.path, "sql", "replica.duckdb")):  # sql/replica.replica_path
@@ -113,6 +114,16 @@ class Database(SearchFacade):
             self._sql_session().resume_replicas()
         self._background.start()
         _OPEN.add(self)
+
+    @property
+    def bigtable(self):
+        """The Bigtable data model over this store (``widetable.bigtable.BigtableInstance``):
+        tables with one BINARY row key and column families, beside the Tablestore ones."""
+        if self._bigtable is None:
+            from ..bigtable.instance import BigtableInstance
+
+            self._bigtable = BigtableInstance(self._ctx)
+        return self._bigtable
 
     # -- lifecycle --------------------------------------------------------------
 
