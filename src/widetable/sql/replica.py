@@ -208,7 +208,7 @@ class Replica:
             hit = cols & used
             if hit:
                 return (f"row {pk!r} holds a value of another type than column "
-                        f"{sorted(hit)[0]!r} is mapped with")
+                        f"{min(hit)!r} is mapped with")
         return None
 
     def describe(self) -> str:
@@ -398,8 +398,8 @@ class Replicas:
                 self.store.create(r.table_id, r.table.name, r.columns, r.meta(), r.start)
                 r.rows = r.bytes = 0
                 r.bad.clear()
-        except Exception:  # noqa: BLE001 - the next pass tries again
-            pass
+        except Exception as exc:  # noqa: BLE001 - the next pass tries again
+            r.health.failed(exc, "emptying the replica to build it again")
 
     def close(self) -> None:
         self.stopping = True
