@@ -349,22 +349,8 @@ class Aggregator:
             for v in dict.fromkeys(as_list(h[2].get(g.field_name))):
                 members.setdefault(v, []).append(h)
         groups = [self._finish(g, k, m) for k, m in members.items() if len(m) >= g.min_doc_count]
-        sorts = list(g.group_by_sort) or [RowCountSort("DESC")]
         groups.sort(key=lambda x: x.key)  # the final tie-break: key ascending
-        for s in reversed(sorts):
-            desc = s.order == "DESC"
-            if isinstance(s, GroupKeySort):
-                groups.sort(key=lambda x: x.key, reverse=desc)
-            elif isinstance(s, RowCountSort):
-                groups.sort(key=lambda x: x.row_count, reverse=desc)
-            elif isinstance(s, SubAggSort):
-                present = [x for x in groups if x.aggs.get(s.sub_agg_name) is not None]
-                absent = [x for x in groups if x.aggs.get(s.sub_agg_name) is None]
-                present.sort(key=lambda x: x.aggs[s.sub_agg_name], reverse=desc)
-                groups = present + absent
-            else:
-                raise ParameterInvalid(f"unsupported group sort {describe(s)}")
-        return groups[:g.size]
+        return order_groups(groups, g)[:g.size]
 
     def _buckets(self, g: GroupBy, hits: list, bucket: Callable) -> list[Group]:
         members: dict = {}
@@ -397,6 +383,25 @@ class Aggregator:
         page = keys[:g.size]
         token = msgpack.packb(list(page[-1]), use_bin_type=True) if len(keys) > g.size else None
         return [self._finish(g, k, members[k]) for k in page], token
+
+
+def order_groups(groups: list[Group], g: GroupByField) -> list[Group]:
+    """``groups`` (sorted by key) in the order of ``g.group_by_sort`` (default: row count
+    descending), the key ascending as the final tie-break."""
+    for s in reversed(list(g.group_by_sort) or [RowCountSort("DESC")]):
+        desc = s.order == "DESC"
+        if isinstance(s, GroupKeySort):
+            groups.sort(key=lambda x: x.key, reverse=desc)
+        elif isinstance(s, RowCountSort):
+            groups.sort(key=lambda x: x.row_count, reverse=desc)
+        elif isinstance(s, SubAggSort):
+            present = [x for x in groups if x.aggs.get(s.sub_agg_name) is not None]
+            absent = [x for x in groups if x.aggs.get(s.sub_agg_name) is None]
+            present.sort(key=lambda x: x.aggs[s.sub_agg_name], reverse=desc)
+            groups = present + absent
+        else:
+            raise ParameterInvalid(f"unsupported group sort {describe(s)}")
+    return groups
 
 
 def _composite_order(key: tuple) -> tuple:
