@@ -14,7 +14,8 @@ from pathlib import Path
 import widetable
 
 ROOT = Path(widetable.__file__).parent
-BELOW_DB_PACKAGES = ("keys", "storage", "table", "partition", "stream", "index", "search", "sql")
+BELOW_DB_PACKAGES = ("keys", "storage", "table", "partition", "stream", "index", "search", "sql",
+                     "bigtable")
 BELOW_DB_MODULES = ("context.py", "errors.py", "descriptions.py", "health.py")
 DB_RECEIVERS = {"db", "database", "_db", "store"}  # names a Database was passed under
 

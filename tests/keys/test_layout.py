@@ -46,13 +46,13 @@ def test_prefixes_are_drawn_in_sort_order() -> None:
         (0x04, "statistics"),
         (0x05, "auto-increment"), (0x06, "change log"), (0x07, "checkpoints"),
         (0x08, "index refs"), (0x0A, "search indexes"), (0x0B, "SQL mapping tables"),
-        (0x10, "table rows"),
+        (0x10, "table rows"), (0x11, "family rows"),
     ]
     assert [b for b, _ in drawn] == sorted(b for b, _ in drawn)
     assert [bytes([b]) for b, _ in drawn] == [
         layout.META, layout.CATALOG, layout.COUNTERS, layout.PARTITIONS, layout.STATS,
         layout.AUTO_INCREMENT, layout.CHANGE_LOG, layout.CHECKPOINTS, layout.INDEX_REFS,
-        layout.SEARCH_INDEXES, layout.SQL_MAPPINGS, layout.ROWS,
+        layout.SEARCH_INDEXES, layout.SQL_MAPPINGS, layout.ROWS, layout.FAMILY_ROWS,
     ]
 
 
@@ -155,6 +155,9 @@ PRETTY_GOLDEN: list[tuple[bytes, str]] = [
     (b"\x03abc", "/Raw/03616263"),
     (b"\x0f", "/Raw/0f"),
     (b"\x11\x00", "/Raw/1100"),
+    (layout.family_row_key(7, 3, encode_tuple((b"ab",))), "/Table/7/f/3/0x6162"),
+    (layout.family_prefix(7, 3) + b"\x15\x80", "/Table/7/f/3/?1580"),
+    (b"\x12", "/Raw/12"),
     (b"\xff\xff", "/Raw/ffff"),
 ]
 
@@ -192,6 +195,11 @@ KEY_GOLDEN: list[tuple[str, bytes, str]] = [
     ("checkpoint key", layout.checkpoint_key(9, 2), "070000000900000002"),
     ("index ref", layout.index_ref_key(9, encode_tuple(("u1", 42))),
      "08000000090275310015800000000000002a"),
+    ("family row key", layout.family_row_key(7, 3, encode_tuple((b"ab",))), "1100000007000301616200"),
+    ("family key of a row key", layout.family_key_of(layout.row_key(7, encode_tuple((b"ab",))), 3),
+     "1100000007000301616200"),
+    ("family range end", layout.family_range(7, 3)[1], "11000000070004"),
+    ("families of a table, end", layout.family_range(7)[1], "1100000008"),
     ("index refs of rows", layout.index_ref_keys(9, [layout.row_key(7, encode_tuple(("u1", 42)))])[0],
      "08000000090275310015800000000000002a"),
 ]
@@ -255,3 +263,41 @@ def test_ranges_of_fixed_width_ids_reach_the_top_shard_and_seq() -> None:
 def test_store_metadata_sorts_before_the_catalog() -> None:
     assert layout.FORMAT_VERSION_KEY < layout.catalog_range()[0]
     assert not contains(layout.catalog_range(), layout.FORMAT_VERSION_KEY)
+
+
+@given(table_ids, st.integers(1, layout.MAX_FAMILY_ID), pk_tuples)
+def test_family_keys_round_trip_and_sit_in_their_ranges(table_id: int, family_id: int, pk: tuple) -> None:
+    row = layout.row_key(table_id, encode_tuple(pk))
+    key = layout.family_key_of(row, family_id)
+    assert key == layout.family_row_key(table_id, family_id, encode_tuple(pk))
+    assert layout.decode_family_key(key) == (table_id, family_id, tuple(pk))
+    assert layout.row_key_of_family_key(key) == row
+    assert contains(layout.family_range(table_id, family_id), key)
+    assert contains(layout.family_range(table_id), key)
+    assert contains(layout.family_bounds(table_id, family_id, *layout.table_range(table_id)), key)
+    assert not contains(layout.table_range(table_id), key)
+    if family_id < layout.MAX_FAMILY_ID:
+        assert not contains(layout.family_range(table_id, family_id + 1), key)
+    assert key > layout.table_range(layout.MAX_TABLE_ID)[1]  # above every 0x10 row
+
+
+@given(st.binary(min_size=1, max_size=5000), st.binary(min_size=1, max_size=50))
+def test_bigtable_row_keys_keep_byte_order_and_prefixes(a: bytes, b: bytes) -> None:
+    ka, kb = layout.bigtable_row_key(7, a), layout.bigtable_row_key(7, b)
+    assert (ka < kb) == (a < b) and (ka == kb) == (a == b)
+    assert layout.decode_bigtable_row_key(ka) == a
+    assert layout.decode_bigtable_row_key(layout.family_key_of(ka, 2), layout.FAMILY_PK_OFFSET) == a
+    assert contains(layout.table_range(7), ka)
+    assert contains(layout.bigtable_prefix_range(7, b), ka) == a.startswith(b)
+    for si in (True, False):
+        for ei in (True, False):
+            lo_ok = b <= a if si else b < a
+            hi_ok = a <= b + b"\x05" if ei else a < b + b"\x05"
+            assert contains(layout.bigtable_range(7, b, b + b"\x05", si, ei), ka) == (lo_ok and hi_ok)
+    assert contains(layout.bigtable_range(7, None, None), ka)
+
+
+def test_bigtable_row_key_golden() -> None:
+    assert layout.bigtable_row_key(7, b"a\x00b").hex() == "1000000007016100ff6200"
+    assert layout.bigtable_prefix_range(7, b"a\x00") == (
+        bytes.fromhex("1000000007016100ff"), bytes.fromhex("10000000070161 01".replace(" ", "")))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.importgraph import PACKAGE, imports, offenders
 
-PROTOCOLS = ("tablestore", "native")
+PROTOCOLS = ("tablestore", "native", "bigtable")
 
 
 def test_the_core_imports_no_protocol() -> None:

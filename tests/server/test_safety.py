@@ -436,8 +436,11 @@ def test_every_write_api_is_refused_to_read_only_keys() -> None:
              "BatchGetRow", "AbortTransaction", "ListStream", "DescribeStream",
              "GetShardIterator", "GetStreamRecord", "DescribeSearchIndex", "ListSearchIndex",
              "Search", "ComputeSplits", "ParallelScan"}
-    assert set(service.HANDLERS) == reads | service.WRITES
-    assert not reads & service.WRITES
+    # checked per statement (SQLQuery: SELECT reads, mapping DDL and COPY are refused)
+    per_statement = {"SQLQuery"}
+    assert set(service.HANDLERS) == reads | service.WRITES | per_statement
+    assert service.PER_STATEMENT == per_statement
+    assert not reads & service.WRITES and not per_statement & (reads | service.WRITES)
 
 
 def test_every_native_write_is_refused_to_read_only_keys() -> None:

@@ -69,11 +69,38 @@ def test_limit_stops_the_scan(events) -> None:
 
 
 def test_projection_reaches_the_batches(events) -> None:
-    result = events.sql("SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY kind")
+    result = events.sql("SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY kind",
+                        columnar=False)
     assert result.rows == [("click", 2640), ("view", 1360)]
-    plan = events.sql("EXPLAIN SELECT kind, COUNT(*) FROM events GROUP BY kind").rows
+    assert result.stats == {"events": 4000}
+    plan = events.sql("EXPLAIN SELECT kind, COUNT(*) FROM events GROUP BY kind",
+                      columnar=False).rows
     assert "full scan (4 partitions in parallel)" in plan[0][1]
     assert "columns: kind" in plan[0][2]
+    assert "rows read (no columnar replica: columnar=False)" in plan[0][2]
+
+
+def test_a_full_scan_reads_the_columnar_replica_once_built(events) -> None:
+    group = "SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY kind"
+    assert events.sql(group).rows == [("click", 2640), ("view", 1360)]  # starts the build
+    assert events.wait_for_sql_replicas(60)
+    before = bytes_read(events, "events")
+    result = events.sql(group)
+    assert result.rows == [("click", 2640), ("view", 1360)]
+    assert result.stats == {"events": 4000}  # rows scanned, counted as the row path counts
+    assert bytes_read(events, "events") == before  # no stored row read
+    plan = events.sql("EXPLAIN " + group).rows
+    assert plan[0][1].startswith("full scan of the columnar replica (4,000 rows")
+    assert "columns: kind" in plan[0][2]
+    # a LIMIT that may stop the scan early, and a key range, still read rows
+    plan = events.sql("EXPLAIN SELECT kind FROM events LIMIT 3").rows
+    assert "rows read (no columnar replica: a LIMIT may stop the scan early" in plan[0][2]
+    plan = events.sql("EXPLAIN SELECT COUNT(*) FROM events WHERE user = 'u01'").rows
+    assert plan[0][1].startswith("primary-key range")
+    # the limits hold as on the row path
+    with pytest.raises(WidetableError) as info:
+        events.sql(group, max_scan_rows=1000).rows
+    assert "read more than 1000 rows" in info.value.message
 
 
 def test_index_reads_only_matching_entries(events) -> None:

@@ -29,6 +29,9 @@ from . import sql  # noqa: F401
 from . import serve  # noqa: F401
 
 # isort: split
+from . import bigtable  # noqa: F401
+
+# isort: split
 from . import design  # noqa: F401
 
 __all__ = ["app", "main"]

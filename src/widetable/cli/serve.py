@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import threading
@@ -75,6 +76,29 @@ def serve(
                      help="A request must arrive whole this long after its first byte, "
                      "or its connection is closed."),
     ] = DEFAULT_REQUEST_TIMEOUT,
+    bigtable_port: Annotated[
+        int | None,
+        typer.Option("--bigtable-port", min=0, max=65535,
+                     help="Also serve Bigtable's gRPC API on this port (0 picks a free one): "
+                     "BIGTABLE_EMULATOR_HOST=host:port and the official google-cloud-bigtable "
+                     "client works. Unauthenticated unless --bigtable-token-file is given."),
+    ] = None,
+    bigtable_host: Annotated[
+        str, typer.Option("--bigtable-host", help="Address the Bigtable port binds (loopback "
+                          "by default: emulator-mode clients send no credentials).")
+    ] = "127.0.0.1",
+    bigtable_tls_cert: Annotated[
+        str | None, typer.Option("--bigtable-tls-cert", help="TLS certificate (PEM) of the Bigtable port.")
+    ] = None,
+    bigtable_tls_key: Annotated[
+        str | None, typer.Option("--bigtable-tls-key", help="TLS private key (PEM) of the Bigtable port.")
+    ] = None,
+    bigtable_token_file: Annotated[
+        str | None,
+        typer.Option("--bigtable-token-file", help="File holding a shared token every Bigtable "
+                     "call must carry as 'authorization: Bearer <token>' (or set "
+                     "WIDETABLE_BIGTABLE_TOKEN); for a non-loopback port, with TLS."),
+    ] = None,
 ) -> None:
     """Serve the store with Tablestore's protocol: the official SDKs and widetable.connect work.
 
@@ -88,6 +112,9 @@ def serve(
 
     if (tls_cert is None) != (tls_key is None):
         raise CliError("TLS needs both --tls-cert and --tls-key")
+    if (bigtable_tls_cert is None) != (bigtable_tls_key is None):
+        raise CliError("TLS needs both --bigtable-tls-cert and --bigtable-tls-key")
+    token = _bigtable_token(bigtable_token_file)
     try:
         store, generated = load_keys(keys)
     except (ValueError, OSError) as exc:
@@ -98,7 +125,10 @@ def serve(
     try:
         server = WidetableServer(database, store, host, port, instance, tls_cert, tls_key, access_log,
                                  capacity=capacity, unix_socket=unix_socket, busy_poll=busy_poll,
-                                 max_connections=max_connections, request_timeout=request_timeout)
+                                 max_connections=max_connections, request_timeout=request_timeout,
+                                 bigtable_port=bigtable_port, bigtable_host=bigtable_host,
+                                 bigtable_certfile=bigtable_tls_cert,
+                                 bigtable_keyfile=bigtable_tls_key, bigtable_token=token)
     except BaseException:
         new.discard(database)  # a new store that could not be served: not left behind
         raise
@@ -116,6 +146,34 @@ def serve(
     print("widetable: store closed", flush=True)
 
 
+def _bigtable_token(path: str | None) -> str | None:
+    """The shared token of the Bigtable port: the file's first line, else
+    WIDETABLE_BIGTABLE_TOKEN, else None (unauthenticated)."""
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as f:
+                token = f.readline().strip()
+        except OSError as exc:
+            raise CliError(f"cannot read the Bigtable token: {exc}") from None
+        if not token:
+            raise CliError(f"the Bigtable token file {path} is empty")
+        return token
+    return os.environ.get("WIDETABLE_BIGTABLE_TOKEN") or None
+
+
+def _bigtable_banner(server) -> None:
+    bt = server.bigtable
+    if bt is None:
+        return
+    auth = "bearer token required" if bt.token else "UNAUTHENTICATED (emulator mode)"
+    print(f"  bigtable:  {bt.endpoint}  (Bigtable's gRPC API{', TLS' if bt.tls else ''}; {auth})")
+    if not bt.token and bt.host not in ("127.0.0.1", "localhost", "::1"):
+        print("  WARNING:   the Bigtable port is open beyond this machine without a token: "
+              "anyone who reaches it can read and write every table")
+    print(f"    BIGTABLE_EMULATOR_HOST={bt.endpoint} python -c "
+          "'from google.cloud.bigtable.data import BigtableDataClient; ...'")
+
+
 def _banner(server, path: str, store, generated: bool) -> None:
     key_id = store.ids[0]
     secret = store.secret(key_id) if generated else "<your secret>"
@@ -125,6 +183,7 @@ def _banner(server, path: str, store, generated: bool) -> None:
     if server.unix_endpoint:
         print(f"  socket:    {server.unix_endpoint}  (widetable.connect only)")
     print(f"  instance:  {server.instance}")
+    _bigtable_banner(server)
     cap = server.capacity
     print(f"  capacity:  {f'{cap} operations/s per partition' if cap else 'unlimited'}")
     window = round(server.core.poll.window * 1e6)

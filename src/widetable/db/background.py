@@ -10,6 +10,8 @@ again (``widetable.health``); ``states()`` reports how each is doing.
 Garbage collection: expired cells are invisible as soon as they expire; a
 purge rewrites rows that hold expired cells or too many versions, under the
 row lock (see :meth:`Background.purge_round` for which tables a round reads).
+A Bigtable table's families are purged by their GC rules (``FamilyTable.purge_families``)
+in every round.
 """
 
 from __future__ import annotations
@@ -112,8 +114,12 @@ class Background:
     # -- garbage collection ----------------------------------------------------------------
 
     def purge_table(self, table: Table) -> int:
-        """Rewrite the rows of ``table`` holding cells expired by TTL or past max_versions;
-        returns rows changed. Stops early once the store stops or the table is dropped."""
+        """Rewrite the rows of ``table`` holding cells expired by TTL or past max_versions
+        (a Bigtable table: cells its families' GC rules delete); returns rows changed.
+        Stops early once the store stops or the table is dropped."""
+        purge_families = getattr(table, "purge_families", None)
+        if purge_families is not None:
+            return purge_families(self._stop.is_set)
         opts = table.schema.options
         start, end = layout.table_range(table.schema.table_id)
         changed = 0
@@ -162,7 +168,10 @@ class Background:
         changed = 0
         try:
             for table in list(self._tables.values()):
-                if due is None or table.schema.options.ttl >= 0 or table.name in due:
+                purge_families = getattr(table, "purge_families", None)
+                if purge_families is not None:  # a Bigtable table: its families' GC rules
+                    changed += purge_families(self._stop.is_set)
+                elif due is None or table.schema.options.ttl >= 0 or table.name in due:
                     changed += self.purge_table(table)
         except BaseException:
             with self._purge_due_lock:  # a round that failed is owed again in full

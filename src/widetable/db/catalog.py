@@ -22,8 +22,10 @@ from ..errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, Widet
 from ..keys import layout
 from ..stream import api as stream_api
 from ..table.schema import (
+    BIGTABLE,
     DEFAULT_MAX_TIME_DEVIATION,
     PARTITION_OPTIONS,
+    FamilySchema,
     TableOptions,
     TableSchema,
     check_auto_increment,
@@ -86,12 +88,24 @@ class Catalog:
         self._max_versions_lowered = max_versions_lowered
         self.tables = ctx.tables
 
+    def _make_table(self, schema: TableSchema) -> Table:
+        """The live table of a schema: a ``Table``, or for a Bigtable-model table its
+        ``FamilyTable`` (whose rows the Tablestore row API refuses)."""
+        if schema.model == BIGTABLE:
+            from ..bigtable.store import FamilyTable
+
+            return FamilyTable(self._ctx, schema)
+        return Table(self._ctx, schema)
+
     def load(self) -> None:
         """Open every catalogued table (at open, before anything else runs)."""
         start, end = layout.catalog_range()
         for _, value in self._engine.scan(start, end):
             schema = TableSchema.from_json(value)
-            table = self.tables[schema.name] = Table(self._ctx, schema)
+            for family in schema.families:
+                if family.family_id:
+                    self._engine.column_family(family.profile)
+            table = self.tables[schema.name] = self._make_table(schema)
             self._partitions.open_table(table)
             self._indexes.open_table(table)
         self._indexes.finish_builds()  # of indexes whose create_index was cut short
@@ -190,6 +204,13 @@ class Catalog:
         check_flag(stream, "stream", optional=True)
         with self._ddl_lock:
             table = self.base_table(name)
+            if table.schema.model == BIGTABLE and (
+                    max_versions is not None or ttl is not None or stream
+                    or defined_columns is not None):
+                raise ParameterInvalid(
+                    f"table {name!r} is a Bigtable table: its versions and expiry are its "
+                    "families' GC rules (db.bigtable.modify_families); it has no stream or "
+                    "defined columns. Partition options apply")
             old = table.schema.options
             old_stream = table.schema.stream
             options = TableOptions(
@@ -248,11 +269,84 @@ class Catalog:
                 batch = self._engine.batch()
                 batch.delete(layout.catalog_key(name))
                 batch.delete_range(start, end)
+                self._delete_families(table.schema.table_id, None, batch)
                 batch.delete_range(*layout.auto_increment_range(table.schema.table_id))
                 self._indexes.drop_table(table, batch)  # its change log and indexes, first:
                 self._partitions.drop_table(table.schema.table_id, batch)  # the applier reads the map
                 self._engine.write(batch)
             del self.tables[name]
+
+    # -- column families (the Bigtable model) -------------------------------------------
+
+    def _delete_families(self, table_id: int, family_id: int | None, batch) -> None:
+        """Put the deletion of a table's family records (one family's, or all) into
+        ``batch``, in every column family they may be in."""
+        lo, hi = layout.family_range(table_id, family_id)
+        for profile in self._engine.column_families():
+            batch.delete_range(lo, hi, self._engine.column_family(profile).handle)
+
+    def create_family_table(self, name: str, families: tuple[FamilySchema, ...],
+                            split_points: list[bytes]) -> Table:
+        """Create a Bigtable-model table: one BINARY key column ``key`` and ``families``
+        (ids from 1), pre-split at ``split_points`` (row keys). The caller checked the
+        name and the families; ``OTSObjectAlreadyExist`` if the name is taken."""
+        with self._ddl_lock:
+            if name in self.tables or name in self._indexes.views:
+                raise ObjectAlreadyExist(
+                    f"Requested table already exists. A table or index {name!r} exists")
+            for family in families:
+                self._engine.column_family(family.profile)
+            batch = self._engine.batch()
+            table_id = self._ctx.ids.take(batch)
+            self._delete_families(table_id, None, batch)  # an older crash's keys under the id
+            schema = TableSchema(name, table_id, (("key", "BINARY"),), TableOptions().checked(),
+                                 time.time(), families=families, model=BIGTABLE)
+            batch.put(layout.catalog_key(name), schema.to_json())
+            partitions = self._partitions.new_table(schema, list(split_points), batch)
+            self._engine.write(batch)
+            table = self._make_table(schema)
+            self._partitions.open_table(table, partitions)
+            self.tables[name] = table
+            return table
+
+    def set_families(self, name: str, families: tuple[FamilySchema, ...]) -> Table:
+        """Replace the families of Bigtable-model table ``name`` (checked by the caller):
+        a family gone is deleted, one whose storage profile changed is moved to its new
+        column family, in one batch with the catalog entry, while every row lock is held
+        (no write is in flight while its family's keys change)."""
+        with self._ddl_lock:
+            table = self.base_table(name)
+            old = {f.family_id: f for f in table.schema.families}
+            new = {f.family_id: f for f in families}
+            for family in families:
+                self._engine.column_family(family.profile)
+            schema = replace(table.schema, families=tuple(families))
+            tid = schema.table_id
+            stripes = self._ctx.row_locks.stripes
+            for lock in stripes:  # stripe order, as every writer taking several
+                lock.acquire()
+            try:
+                if table._unusable:
+                    table._check_open()
+                batch = self._engine.batch()
+                for fid, was in old.items():
+                    now = new.get(fid)
+                    if now is None:
+                        self._delete_families(tid, fid, batch)
+                    elif now.profile != was.profile:
+                        source = self._engine.column_family(was.profile)
+                        target = self._engine.column_family(now.profile).handle
+                        lo, hi = layout.family_range(tid, fid)
+                        for key, value in source.scan(lo, hi):
+                            batch.put(key, value, target)
+                        batch.delete_range(lo, hi, source.handle)
+                batch.put(layout.catalog_key(name), schema.to_json())
+                self._engine.write(batch)
+                table._set_schema(schema)
+            finally:
+                for lock in stripes:
+                    lock.release()
+            return table
 
     # -- indexes -----------------------------------------------------------------------
 
@@ -263,8 +357,12 @@ class Catalog:
         check_flag(include_base_data, "include_base_data")
         check_flag(progress, "progress", optional=True)
         with self._ddl_lock:
+            base = self.base_table(table)
+            if base.schema.model == BIGTABLE:
+                raise ParameterInvalid(
+                    f"table {table!r} is a Bigtable table: secondary indexes are for Tablestore tables")
             return self._indexes.create(
-                self.base_table(table), name, primary_key, defined_columns, index_type,
+                base, name, primary_key, defined_columns, index_type,
                 include_base_data, progress,
             )
 

@@ -13,6 +13,7 @@ import atexit
 import dataclasses
 import logging
 import math
+import os
 import threading
 from collections.abc import Callable
 
@@ -105,9 +106,24 @@ class Database(SearchFacade):
                                      ctx.ids.take, LogSource(ctx.changelog))
         self._search.open(self._tables)
         self._sql = None  # widetable.sql.SQLSession, made on the first db.sql call
+        self._bigtable = None  # widetable.bigtable.BigtableInstance, made on first use
         self._sql_lock = threading.Lock()
+        if isinstance(self.path, str) and os.path.exists(
+                os.path.join(self.path, "sql", "replica.duckdb")):  # sql/replica.replica_path
+            # SQL's columnar replicas are change-log consumers: registered before any write
+            self._sql_session().resume_replicas()
         self._background.start()
         _OPEN.add(self)
+
+    @property
+    def bigtable(self):
+        """The Bigtable data model over this store (``widetable.bigtable.BigtableInstance``):
+        tables with one BINARY row key and column families, beside the Tablestore ones."""
+        if self._bigtable is None:
+            from ..bigtable.instance import BigtableInstance
+
+            self._bigtable = BigtableInstance(self._ctx)
+        return self._bigtable
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -433,12 +449,21 @@ class Database(SearchFacade):
         ``timeout`` (30 s), each None for no limit. Queries see mapping tables
         (``CREATE TABLE t (..., PRIMARY KEY(...))`` maps data table ``t``)."""
         self._check_open()
+        return self._sql_session().execute(statement, params, **options)  # type: ignore[arg-type]
+
+    def wait_for_sql_replicas(self, timeout: float = 60.0) -> bool:
+        """Wait until no columnar replica of SQL (``widetable.sql.replica``) is building;
+        whether none is. Full scans read rows until their table's replica is ready."""
+        self._check_open()
+        return self._sql is None or self._sql.wait_for_replicas(timeout)
+
+    def _sql_session(self):
         if self._sql is None:
             with self._sql_lock:
                 if self._sql is None:
                     from ..sql import SQLSession
                     self._sql = SQLSession(self._ctx, search=self)  # its search-index calls
-        return self._sql.execute(statement, params, **options)  # type: ignore[arg-type]
+        return self._sql
 
     # -- garbage collection -----------------------------------------------------
 

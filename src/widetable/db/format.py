@@ -24,8 +24,9 @@ from collections.abc import Callable
 
 from ..errors import NOT_SUPPORTED, WidetableError
 from ..keys import layout
+from ..table.schema import TableSchema
 
-FORMAT_VERSION = 1  # the format this release writes
+FORMAT_VERSION = 2  # the format this release writes
 
 
 def encode_version(version: int) -> bytes:
@@ -41,8 +42,18 @@ def migrate_0_to_1(engine, batch) -> None:
     unchanged; version 1 only records the version, which the caller puts in ``batch``."""
 
 
+def migrate_1_to_2(engine, batch) -> None:
+    """Version 1 to 2 (column families): every catalog entry records its families. A
+    table of version 1 has the default family alone, whose rows stay where they are
+    (0x10, one blob per row, the engine's default keyspace): only the schemas change."""
+    start, end = layout.catalog_range()
+    for key, value in engine.scan(start, end):
+        schema = TableSchema.from_json(value)  # a format-1 entry reads with the default family
+        batch.put(key, schema.to_json())
+
+
 # version N -> the step that takes a store from N to N + 1 (adding its changes to the batch)
-MIGRATIONS: dict[int, Callable[[object, object], None]] = {0: migrate_0_to_1}
+MIGRATIONS: dict[int, Callable[[object, object], None]] = {0: migrate_0_to_1, 1: migrate_1_to_2}
 
 
 def _is_empty(engine) -> bool:

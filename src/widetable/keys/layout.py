@@ -17,10 +17,15 @@ place that builds key bytes (with ``codec``); ``docs/format.md`` is the record.
     0x0A table_id:u32 name            search indexes: definition (JSON); documents live in tantivy
     0x0B name                         SQL mapping tables: mapping name -> declaration (JSON)
     0x10 table_id:u32 pk-tuple        table rows: one key per row, value = row blob
+    0x11 table_id:u32 family_id:u16 pk-tuple  family rows: one key per row and family
 
 Index rows (local and global) are table rows under 0x10 with the index's own
-table id from the same counter, so an index reads like a table. Prefixes
-0x09, 0x0C-0x0F and 0x11-0x1F are reserved for later layers. Partition boundaries are row keys cut after the first primary-key
+table id from the same counter, so an index reads like a table. A table's default
+family (family id 0: every Tablestore-model table has only it) lives under 0x10 in the
+engine's default keyspace, exactly as before families existed; every other family
+(a Bigtable table's families: ids from 1) under 0x11, in the engine's column family
+of that family's storage profile, so a read of one family never reads another's
+bytes. Prefixes 0x09, 0x0C-0x0F and 0x12-0x1F are reserved for later layers. Partition boundaries are row keys cut after the first primary-key
 element (``partition_prefix``), so one partition-key value never spans two
 partitions.
 
@@ -43,12 +48,16 @@ INDEX_REFS = b"\x08"  # DO NOT CHANGE: embedded in on-disk data
 SEARCH_INDEXES = b"\x0a"  # DO NOT CHANGE: embedded in on-disk data
 SQL_MAPPINGS = b"\x0b"  # DO NOT CHANGE: embedded in on-disk data
 ROWS = b"\x10"  # DO NOT CHANGE: embedded in on-disk data
+FAMILY_ROWS = b"\x11"  # DO NOT CHANGE: embedded in on-disk data
 
 PARTITION_MAP = 0  # DO NOT CHANGE: kind byte of the partition map record
 PARTITION_SAMPLES = 1  # DO NOT CHANGE: kind byte of the key-sample record
 
 MAX_TABLE_ID = 2**32 - 1
 ROW_PK_OFFSET = 5  # len(ROWS + table id): a row key's encoded primary key starts here
+DEFAULT_FAMILY_ID = 0  # a table's default family: its rows are the 0x10 rows
+MAX_FAMILY_ID = 2**16 - 1
+FAMILY_PK_OFFSET = 7  # len(FAMILY_ROWS + table id + family id)
 
 
 def meta_key(name: str) -> bytes:
@@ -254,6 +263,93 @@ def table_range(table_id: int) -> tuple[bytes, bytes]:
     return prefix, codec.prefix_end(prefix)
 
 
+def family_prefix(table_id: int, family_id: int) -> bytes:
+    """The prefix of every key of family ``family_id`` (>= 1) of table ``table_id``."""
+    return FAMILY_ROWS + table_id.to_bytes(4, "big") + family_id.to_bytes(2, "big")
+
+
+def family_row_key(table_id: int, family_id: int, encoded_pk: bytes) -> bytes:
+    """The key of one row's cells of family ``family_id`` (>= 1)."""
+    return FAMILY_ROWS + table_id.to_bytes(4, "big") + family_id.to_bytes(2, "big") + encoded_pk
+
+
+def family_key_of(row_key_: bytes, family_id: int) -> bytes:
+    """The family key of the row whose 0x10 row key is ``row_key_``."""
+    return FAMILY_ROWS + row_key_[1:5] + family_id.to_bytes(2, "big") + row_key_[ROW_PK_OFFSET:]
+
+
+def row_key_of_family_key(key: bytes) -> bytes:
+    """The 0x10 row key of the row a family key belongs to (what partitions route)."""
+    return ROWS + key[1:5] + key[FAMILY_PK_OFFSET:]
+
+
+def family_range(table_id: int, family_id: int | None = None) -> tuple[bytes, bytes]:
+    """Half-open range of family ``family_id`` of ``table_id``, or of all its families."""
+    if family_id is None:
+        prefix = FAMILY_ROWS + table_id.to_bytes(4, "big")
+        return prefix, _successor(prefix)
+    prefix = family_prefix(table_id, family_id)
+    return prefix, _successor(prefix)
+
+
+def family_bounds(table_id: int, family_id: int, lo: bytes, hi: bytes) -> tuple[bytes, bytes]:
+    """The family range of the rows in ``[lo, hi)``, given as 0x10 row keys (or the
+    table's ``table_range`` bounds)."""
+    prefix = family_prefix(table_id, family_id)
+    start = prefix + lo[ROW_PK_OFFSET:]
+    end = prefix + hi[ROW_PK_OFFSET:] if len(hi) > ROW_PK_OFFSET else _successor(prefix)
+    return start, end
+
+
+def decode_family_key(key: bytes) -> tuple[int, int, tuple]:
+    """``(table_id, family_id, pk tuple)`` of a family key."""
+    return (int.from_bytes(key[1:5], "big"), int.from_bytes(key[5:7], "big"),
+            codec.decode_tuple(key, FAMILY_PK_OFFSET))
+
+
+# -- Bigtable row keys ---------------------------------------------------------------
+# A Bigtable table's primary key is one BINARY column: its row keys are 0x10 keys of that
+# 1-tuple (codec's BINARY element), without the Tablestore 1 KB limit (Bigtable's is
+# 4 KB, checked above this layer). Byte order of the keys = byte order of the row keys.
+
+
+def encode_bigtable_key(key: bytes) -> bytes:
+    """The encoded 1-tuple ``(key,)`` (codec's BINARY element) of any length."""
+    return bytes((codec.CODE_BINARY,)) + key.replace(b"\x00", b"\x00\xff") + b"\x00"
+
+
+def bigtable_row_key(table_id: int, key: bytes) -> bytes:
+    """The 0x10 row key of Bigtable row ``key`` (partitions route it; the row's cells are
+    under ``family_key_of(row_key, family_id)``)."""
+    return ROWS + table_id.to_bytes(4, "big") + encode_bigtable_key(key)
+
+
+def decode_bigtable_row_key(key: bytes, offset: int = ROW_PK_OFFSET) -> bytes:
+    """The Bigtable row key of a 0x10 row key (``offset`` FAMILY_PK_OFFSET: of a family key)."""
+    return codec.decode_tuple(key, offset)[0]  # type: ignore[return-value]
+
+
+def bigtable_range(table_id: int, start: bytes | None, end: bytes | None,
+                   start_inclusive: bool = True, end_inclusive: bool = False) -> tuple[bytes, bytes]:
+    """Half-open 0x10 row-key bounds ``[lo, hi)`` of the Bigtable rows in a row range
+    (None: unbounded). An exclusive start or inclusive end appends 0x00 to the encoded
+    key: no other encoded key lies between the two."""
+    prefix = table_prefix(table_id)
+    lo = prefix if start is None else prefix + encode_bigtable_key(start) + (
+        b"" if start_inclusive else b"\x00")
+    hi = codec.prefix_end(prefix) if end is None else prefix + encode_bigtable_key(end) + (
+        b"\x00" if end_inclusive else b"")
+    return lo, hi
+
+
+def bigtable_prefix_range(table_id: int, key_prefix: bytes) -> tuple[bytes, bytes]:
+    """Half-open 0x10 row-key bounds of every Bigtable row whose key starts with ``key_prefix``
+    (non-empty): the escaped prefix, without the terminator, and its successor."""
+    lo = table_prefix(table_id) + bytes((codec.CODE_BINARY,)) + key_prefix.replace(
+        b"\x00", b"\x00\xff")
+    return lo, _successor(lo)
+
+
 def pretty(key: bytes) -> str:
     """Render raw key bytes for people, e.g. ``/Table/7/r/"u1"/42``."""
     if not key:
@@ -298,6 +394,13 @@ def pretty(key: bytes) -> str:
         except Exception:
             return f"/Table/{table_id}/r/?{key[5:].hex()}"
         return f"/Table/{table_id}/r" + "".join("/" + _pretty_value(p) for p in parts)
+    if head == FAMILY_ROWS and len(key) >= FAMILY_PK_OFFSET:
+        table_id, family_id = int.from_bytes(key[1:5], "big"), int.from_bytes(key[5:7], "big")
+        try:
+            parts = codec.decode_tuple(key, FAMILY_PK_OFFSET)
+        except Exception:
+            return f"/Table/{table_id}/f/{family_id}/?{key[FAMILY_PK_OFFSET:].hex()}"
+        return f"/Table/{table_id}/f/{family_id}" + "".join("/" + _pretty_value(p) for p in parts)
     return "/Raw/" + key.hex()
 
 

@@ -172,8 +172,11 @@ class PartitionManager:
                     continue
                 at = self.clock() if now is None else now
                 stats.drain()
+                # A table whose rows are records of column families (widetable.bigtable)
+                # says how to read a partition's rows: measure_scan.
+                scan = getattr(t, "measure_scan", None) or self._engine.scan
                 n = plan_pass(tp, stats, t.schema.options, at,
-                              measure=partial(measure_partition, self._engine.scan, tp))
+                              measure=partial(measure_partition, scan, tp))
                 if n:
                     self._save_map(tp)
                     events += n

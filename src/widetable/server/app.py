@@ -12,6 +12,8 @@
 * ``tablestore/``: Tablestore's HTTP protocol (``http.py`` framing,
   ``service.py`` checks and signed answers, one module per API family).
 * ``native/``: widetable's own frames, reached by upgrading an HTTP connection.
+* ``bigtable/``: Bigtable's gRPC API on its own port (``bigtable_port``), grpc's
+  asyncio server on its own thread and event loop; it shares the worker pool.
 
 Threads. ``serve_forever()`` runs the event loop (uvloop when it is installed,
 else asyncio's own) on the calling thread. Every connection's framing, checks,
@@ -67,7 +69,9 @@ class WidetableServer:
                  capacity: int | None = None, idle_timeout: float = IDLE_TIMEOUT,
                  workers: int = WORKERS, unix_socket: str | None = None,
                  busy_poll: int = 0, max_connections: int = MAX_CONNECTIONS,
-                 request_timeout: float = REQUEST_TIMEOUT) -> None:
+                 request_timeout: float = REQUEST_TIMEOUT, bigtable_port: int | None = None,
+                 bigtable_host: str = "127.0.0.1", bigtable_certfile: str | None = None,
+                 bigtable_keyfile: str | None = None, bigtable_token: str | None = None) -> None:
         """``capacity``: operations per second per partition, set on every table now and
         on tables created later (0 turns throttling off); None leaves tables as they are.
         Binds ``host:port`` (port 0 picks a free one), and ``unix_socket`` if given (a
@@ -80,7 +84,11 @@ class WidetableServer:
         ``OTSServerBusy`` and closed. ``request_timeout``: seconds a request may take to
         arrive, from its first byte to its last; a connection still short of it then is
         closed (a client trickling bytes cannot hold it open). ``idle_timeout``: seconds
-        a connection may stay silent between requests."""
+        a connection may stay silent between requests. ``bigtable_port``: also serve
+        Bigtable's gRPC API there (0 picks a free one; None: not served), on
+        ``bigtable_host`` (loopback by default: emulator-mode clients send no credentials),
+        with TLS if ``bigtable_certfile``/``bigtable_keyfile`` are given and, if
+        ``bigtable_token`` is, only to calls carrying ``authorization: Bearer <token>``."""
         if capacity is not None and (type(capacity) is not int or capacity < 0):
             raise ValueError(f"capacity must be an int >= 0, got {capacity!r}")
         check_window(busy_poll)
@@ -109,6 +117,16 @@ class WidetableServer:
         self.idle_timeout = idle_timeout
         self.request_timeout = request_timeout
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="widetable-worker")
+        self.bigtable = None
+        if bigtable_port is not None:
+            from .bigtable import BigtableServer  # grpc loads only when the port is served
+            try:
+                self.bigtable = BigtableServer(db, self.pool, bigtable_host, bigtable_port,
+                                               bigtable_certfile, bigtable_keyfile, bigtable_token)
+            except BaseException:
+                self._close_listeners()
+                self.pool.shutdown(wait=False)
+                raise
         self.core = Dispatcher(db, self.pool, busy_poll, max_connections)
         upgrades = {native_wire.API: native.upgrade(self.core)}
         self.service = TablestoreService(self.core, keys, instance, capacity, access_log, upgrades)
@@ -141,6 +159,9 @@ class WidetableServer:
 
     def serve_forever(self) -> None:
         """Serve on this thread until ``drain()`` is called (from another thread)."""
+        if self.bigtable is not None:
+            threading.Thread(target=self.bigtable.serve_forever, name="widetable-bigtable",
+                             daemon=True).start()
         try:
             with asyncio.Runner(loop_factory=loop_factory()) as runner:
                 runner.run(self._serve())
@@ -151,6 +172,11 @@ class WidetableServer:
         """Stop accepting, finish in-flight requests (up to ``grace`` s), close the store.
 
         Returns once the store is closed. Any thread but the loop's."""
+        stopping = None
+        if self.bigtable is not None:  # drains beside the Tablestore side, in the same grace
+            stopping = threading.Thread(target=self.bigtable.stop, args=(grace,),
+                                        name="widetable-bigtable-stop")
+            stopping.start()
         with self._lock:
             self.core.draining = True
             self._grace = grace
@@ -163,6 +189,8 @@ class WidetableServer:
             self._finished.wait()
         else:
             self._close_listeners()
+        if stopping is not None:
+            stopping.join()
         if self.core.jobs:
             log.warning("closing the store with %d requests still running", self.core.jobs)
         self.pool.shutdown(wait=False, cancel_futures=True)

@@ -355,3 +355,36 @@ def _parallel(table: Table, ranges: list, page: _Page, budget: Budget,
             local.set()
             pool.shutdown(wait=True, cancel_futures=True)
     return run()
+
+
+def replica_rows(columns: list[tuple[str, str]], key_names: tuple[str, ...], decoded: list,
+                 blobs: list[bytes]) -> tuple[pa.Table, list[tuple[tuple, str]]]:
+    """The rows of a columnar replica (``replica.py``) from decoded stored rows: each
+    column of ``columns`` (``(name, widetable type)``), then ``__bytes``, the stored size.
+    A value not of its column's type is stored NULL and returned as a bad cell
+    ``(pk, column)`` (a scan of that column then reads rows, and fails as they do)."""
+    pos = {n: i for i, n in enumerate(key_names)}
+    arrays, names, bad = [], [], []
+    for name, wtype in columns:
+        i = pos.get(name)
+        values = [r[1][i] for r in decoded] if i is not None else \
+            [r[2].get(name) for r in decoded]
+        want = _PY[wtype]
+        kinds = set(map(type, values))
+        kinds.discard(_NONE_TYPE)
+        if kinds and kinds != {want}:
+            for k, v in enumerate(values):
+                if v is not None and type(v) is not want:
+                    bad.append((tuple(decoded[k][1]), name))
+                    values[k] = None
+        arrays.append(pa.array(values, type=ARROW[wtype]))
+        names.append(name)
+    arrays.append(pa.array([len(b) for b in blobs], type=pa.int64()))
+    names.append("__bytes")
+    return pa.Table.from_arrays(arrays, names=names), bad
+
+
+def key_rows(key_names: tuple[str, ...], key_types: list[str], keys: list[tuple]) -> pa.Table:
+    """A table of primary keys, one column per key column."""
+    return pa.Table.from_arrays([pa.array([pk[i] for pk in keys], type=ARROW[t])
+                                 for i, t in enumerate(key_types)], names=list(key_names))

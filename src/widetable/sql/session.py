@@ -10,7 +10,9 @@ Options of every statement (keyword arguments of ``db.sql``):
 
 * ``max_scan_rows`` (100,000) and ``max_scan_bytes`` (128 MB): what one scan may
   read before the statement fails (None: no limit), as in Tablestore;
-* ``timeout`` (30 s): how long a statement may run (None: no limit).
+* ``timeout`` (30 s): how long a statement may run (None: no limit);
+* ``columnar`` (True): a full scan may read the table's columnar replica
+  (``replica.py``) instead of its rows; False always reads the rows.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ..errors import ObjectNotExist, ParameterInvalid, describe
+from ..errors import ObjectNotExist, ParameterInvalid, WidetableError, describe
 from . import statements
 from .access import Access, bind, choose
 from .mapping import Mapping, MappingCatalog
@@ -36,6 +38,11 @@ MAX_SCAN_ROWS = 100_000
 MAX_SCAN_BYTES = 128 * 1024 * 1024
 TIMEOUT = 30.0
 PLAN_CACHE = 512
+READS = frozenset({"query", "explain", "describe", "show_tables", "show_index"})
+NO_PERMISSION = "OTSNoPermissionAccess"
+_WORDS = {"copy": "COPY ... TO", "create": "CREATE TABLE (a mapping)",
+          "alter_add": "ALTER TABLE ... ADD COLUMN", "alter_drop": "ALTER TABLE ... DROP COLUMN",
+          "drop_mapping": "DROP MAPPING TABLE"}
 _UNSET = object()
 
 
@@ -53,28 +60,46 @@ class SQLSession:
         self._cache: OrderedDict[str, tuple[statements.Statement, QueryPlan | None]] = OrderedDict()
         self._lock = threading.Lock()
         self._duck = None
+        self._replicas = None
+        self._points: dict = {}  # statement text -> fastpath.PointPath (plan-cache hits)
 
     # -- entry -------------------------------------------------------------------------
 
     def execute(self, text: str, params: object = None, max_scan_rows: object = _UNSET,
                 max_scan_bytes: object = _UNSET, timeout: object = _UNSET,
-                files: bool = True) -> SQLResult:
+                files: bool = True, read_only: str | None = None,
+                columnar: bool = True) -> SQLResult:
         """Run one statement; see the module doc for the options. ``files=False`` refuses
-        COPY ... TO (a server must not write files for its callers)."""
+        COPY ... TO (a server must not write files for its callers). ``read_only``: the
+        caller (an access key's id) may only read: a statement other than SELECT,
+        EXPLAIN, DESCRIBE or SHOW is refused with ``OTSNoPermissionAccess``, unrun."""
         self._ctx.check_open()
+        fast = self._points.get(text)
+        if fast is not None and max_scan_rows is _UNSET and max_scan_bytes is _UNSET \
+                and timeout is _UNSET:
+            result = fast.run(params)  # a cached point SELECT: one stored-row read
+            if result is not None:
+                return result
         values = _params(params)
         limits = (_limit(max_scan_rows, MAX_SCAN_ROWS, "max_scan_rows"),
                   _limit(max_scan_bytes, MAX_SCAN_BYTES, "max_scan_bytes"),
                   _seconds(timeout))
         stmt, plan = self._prepared(text)
+        if read_only is not None and stmt.kind not in READS:
+            raise WidetableError(
+                f"access key {read_only!r} is read-only: it may run SELECT, EXPLAIN, DESCRIBE "
+                f"and SHOW, not {_WORDS.get(stmt.kind, stmt.kind)}", NO_PERMISSION)
         if stmt.params != len(values) and stmt.kind in ("query", "explain", "copy"):
             raise ParameterInvalid(f"the statement has {stmt.params} ? parameters but "
                                    f"{len(values)} were given")
+        if columnar is not True and columnar is not False:
+            raise ParameterInvalid(f"columnar must be True or False, got {describe(columnar)}")
         kind = stmt.kind
+        limits = (*limits, columnar)
         if kind == "query":
-            result = self._query(plan, values, limits)  # type: ignore[arg-type]
+            result = self._query(plan, values, limits, text)  # type: ignore[arg-type]
         elif kind == "explain":
-            result = self._explain(plan, values)  # type: ignore[arg-type]
+            result = self._explain(plan, values, columnar)  # type: ignore[arg-type]
         elif kind == "copy":
             if files is not True:
                 raise ParameterInvalid("COPY ... TO writes a file where the statement runs; a "
@@ -99,7 +124,8 @@ class SQLSession:
             with self._lock:
                 self._cache[text] = (stmt, plan)
                 if len(self._cache) > PLAN_CACHE:
-                    self._cache.popitem(last=False)
+                    gone, _ = self._cache.popitem(last=False)
+                    self._points.pop(gone, None)
         return stmt, plan
 
     # -- queries -----------------------------------------------------------------------
@@ -147,38 +173,114 @@ class SQLSession:
 
     def _budget(self, limits):
         from .scan import Budget
-        max_rows, max_bytes, timeout = limits
+        max_rows, max_bytes, timeout, _ = limits
         deadline = None if timeout is None else time.monotonic() + timeout
         return Budget(max_rows, max_bytes, deadline, timeout)
 
-    def _query(self, plan: QueryPlan, values: list, limits) -> SQLResult:
+    def _query(self, plan: QueryPlan, values: list, limits, text: str | None = None
+               ) -> SQLResult:
         if plan.point:
-            result = self._point(plan, values)
+            result = self._point(plan, values, text)
             if result is not None:
                 return result
         accesses = self._bind(plan, values)
         budget = self._budget(limits)
         if plan.direct and accesses[0].exact and budget.max_rows is not None:
             return self._direct(plan, accesses[0], values, budget)
-        running = self._run(plan, accesses, values, budget)
+        running = self._run(plan, accesses, values, budget, limits[3])
         from .result import normalized_schema, sql_type
         schema = normalized_schema(running.reader.schema)
         columns = [(f.name, sql_type(f.type)) for f in schema]
         return SQLResult(columns, stream=iter(running), schema=schema, stats=budget.rows_read,
                          closer=running.close)
 
-    def _sources(self, plan: QueryPlan, accesses: list[Access], budget) -> list:
+    def _sources(self, plan: QueryPlan, accesses: list[Access], budget,
+                 columnar: bool = True) -> list:
         from .scan import batches
         sources = []
         for spec, access in zip(plan.scans, accesses):
+            replica = self._replica(spec, access) if columnar else None
+            if replica is not None:
+                replica.catch_up()  # every write acknowledged before the query: exact
+                budget.charge(access.base.name, replica.rows, replica.bytes)
+                sql = self._engine().replicas.view_sql(replica.table_id,
+                                                       [c.name for c in spec.columns])
+                sources.append((spec.view, None, sql))
+                continue
             cuts = None if spec.early else self._boundaries(access)
             schema, it = batches(access, spec.columns, budget, cuts)
             sources.append((spec.view, schema, it))
         return sources
 
-    def _run(self, plan: QueryPlan, accesses: list[Access], values: list, budget):
-        return self._engine().run(plan.duck_sql, values, self._sources(plan, accesses, budget),
-                                  budget)
+    def _run(self, plan: QueryPlan, accesses: list[Access], values: list, budget,
+             columnar: bool = True):
+        return self._engine().run(plan.duck_sql, values,
+                                  self._sources(plan, accesses, budget, columnar), budget)
+
+    # -- columnar replicas -------------------------------------------------------------
+
+    def _replica(self, spec, access: Access, start: bool = True):
+        """The replica serving ``spec``'s scan, or None (``start``: a missing one starts
+        building). Only a full scan that no LIMIT stops early reads a replica."""
+        why = self._no_replica(spec, access)
+        if why is not None:
+            return None
+        r, _ = self._engine_replicas().for_scan(access.base, spec.columns,
+                                                self._wanted(access.base), start)
+        return r
+
+    def _no_replica(self, spec, access: Access) -> str | None:
+        if access.kind != "full":
+            return "not a full scan"
+        if spec.early:
+            return "a LIMIT may stop the scan early: rows are read"
+        return None
+
+    def _wanted(self, table) -> list[tuple[str, str]]:
+        """The columns a replica of ``table`` keeps: its key, then every column its
+        mappings declare (the first mapping's type where two differ)."""
+        out = dict(table.schema.primary_key)
+        for name in self.mappings.names():
+            m = self.mappings.find(name)
+            if m is None or m.table != table.name:
+                continue
+            for c in m.columns:
+                out.setdefault(c.name, c.wtype)
+        return list(out.items())
+
+    def _engine_replicas(self):
+        with self._lock:
+            if self._replicas is None:
+                from .replica import Replicas
+                self._replicas = Replicas(self._ctx, self._engine_locked().replicas)
+            return self._replicas
+
+    def resume_replicas(self) -> None:
+        """Load the replicas recorded on disk and register them as change-log consumers
+        again (the store calls this as it opens, before any write)."""
+        self._engine_replicas()
+
+    def wait_for_replicas(self, timeout: float = 60.0) -> bool:
+        """Wait until no columnar replica is building; whether none is."""
+        return self._replicas is None or self._replicas.wait(timeout)
+
+    def replica_state(self) -> dict:
+        """Each replicated table -> its replica's state (ready, rows, positions, lag, health)."""
+        return {} if self._replicas is None else self._replicas.state()
+
+    def _forget_replicas(self) -> None:
+        if self._replicas is None:
+            return
+        keep = set()
+        for name in self.mappings.names():
+            m = self.mappings.find(name)
+            if m is None:
+                continue
+            try:
+                keep.add(self._ctx.catalog.base_table(m.table).schema.table_id)
+            except ObjectNotExist:
+                continue
+        self._replicas.forget(keep)
 
     def _boundaries(self, access: Access) -> list | None:
         if access.kind != "full":
@@ -191,15 +293,22 @@ class SQLSession:
 
     def _engine(self):
         with self._lock:
-            if self._duck is None:
-                from .duck import Duck
-                self._duck = Duck()
-            return self._duck
+            return self._engine_locked()
+
+    def _engine_locked(self):
+        if self._duck is None:
+            from .duck import Duck
+            from .replica import replica_path
+            path = replica_path(self._ctx.path)
+            if path is not None:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+            self._duck = Duck(replica_path=path)
+        return self._duck
 
     def _direct(self, plan: QueryPlan, access: Access, values: list, budget) -> SQLResult:
         """Plain columns of exact key ranges: the rows, read in key order, without DuckDB
         (bounded by ``max_scan_rows``). LIMIT and OFFSET apply here."""
-        from .planner import Param
+        from .fastpath import Shaper, defined_types
         from .scan import rows
         spec = plan.scans[0]
         tree_limit, tree_offset = spec.limit, spec.offset
@@ -208,40 +317,36 @@ class SQLSession:
         if (n is not None and (type(n) is not int or n < 0)) or type(m) is not int or m < 0:
             raise ParameterInvalid(f"LIMIT and OFFSET must be integers >= 0, got "
                                    f"{describe(n)} and {describe(m)}")
-        _ = Param
         columns = [(name, SQL_NAME[c.wtype]) for name, c in plan.output]
         names = access.base.schema.pk_names if (access.kind == "index" and not access.covering) \
             or access.kind == "search" else access.table.schema.pk_names
+        shape = Shaper(plan.output, names, defined_types(access.base) if names ==
+                       access.base.schema.pk_names else {}, access.base.name)
         out: list[tuple] = []
         for page in rows(access, spec.columns, budget):
-            for pk, cells in page:
-                out.append(_tuple(pk, cells, plan.output, names, access.base.name))
+            out.extend(shape.page(page))
         if m:
             out = out[m:]
         if n is not None:
             out = out[:n]
         return SQLResult(columns, out, stats=budget.rows_read)
 
-    def _point(self, plan: QueryPlan, values: list) -> SQLResult | None:
-        """The get_row path; None when the bound values do not fit the key (DuckDB decides)."""
+    def _point(self, plan: QueryPlan, values: list, text: str | None = None
+               ) -> SQLResult | None:
+        """The get_row path; None when the bound values do not fit the key (DuckDB decides).
+        ``text``: the statement, whose compiled point path the next call takes."""
+        from .fastpath import PointPath
         spec = plan.scans[0]
         table = self._table(spec.mapping)
-        key_types = dict(table.schema.primary_key)
-        by_col = {p.column: bind(p, values).values[0] for p in spec.preds}
-        pk = []
-        for name in table.schema.pk_names:
-            v = by_col.get(name)
-            if not fits(v, key_types[name]):
-                return None
-            pk.append(v)
-        columns = [(name, SQL_NAME[c.wtype]) for name, c in plan.output]
-        row = table.get_row(tuple(pk))
-        if row is None:
-            return SQLResult(columns, [], stats={table.name: 0})
-        out = _tuple(row.primary_key, row.columns, plan.output, table.schema.pk_names, table.name)
-        return SQLResult(columns, [out], stats={table.name: 1})
+        path = PointPath(plan, table, self._ctx.tables)
+        result = path.run(values)
+        if result is not None and text is not None:
+            with self._lock:
+                if text in self._cache:
+                    self._points[text] = path
+        return result
 
-    def _explain(self, plan: QueryPlan, values: list) -> SQLResult:
+    def _explain(self, plan: QueryPlan, values: list, columnar: bool = True) -> SQLResult:
         columns = [("table", "MEDIUMTEXT"), ("access", "MEDIUMTEXT"),
                    ("pushed down", "MEDIUMTEXT")]
         rows = []
@@ -252,24 +357,85 @@ class SQLSession:
                          "columns: " + ", ".join(c.name for _, c in plan.output) +
                          "; get_row, no DuckDB"))
             return SQLResult(columns, rows)
+        explained = []  # per scan: (row index, spec, replica)
         for spec, a in zip(plan.scans, accesses):
             path = a.describe()
+            replica = None
             if a.kind == "full":
-                cuts = None if spec.early else self._boundaries(a)
-                path += f" ({len(cuts) + 1} partitions in parallel)" if cuts else ""
+                why = self._no_replica(spec, a) if columnar else "columnar=False"
+                if why is None:
+                    replica, why = self._engine_replicas().for_scan(
+                        a.base, spec.columns, self._wanted(a.base), False)
+                if replica is not None:
+                    path += " of the " + replica.describe() + ", by DuckDB"
+                else:
+                    cuts = None if spec.early else self._boundaries(a)
+                    path += f" ({len(cuts) + 1} partitions in parallel)" if cuts else ""
             pushed = ["columns: " + (", ".join(c.name for c in spec.columns) or "(none)")]
             if a.used:
                 pushed.append("predicates: " + " AND ".join(_show_pred(p) for p in a.used))
             if a.limit is not None:
                 pushed.append(f"limit: {a.limit}")
+            if a.kind == "full" and replica is None:
+                pushed.append(f"rows read (no columnar replica: {why})")
             name = spec.mapping.name + (f" AS {spec.alias}" if spec.alias != spec.mapping.name else "")
+            explained.append((len(rows), spec, replica))
             rows.append((name, path, "; ".join(pushed)))
         if plan.direct and accesses[0].exact:
             rows.append(("(no duckdb)", "rows read directly", "plain columns of exact key ranges"
                          " (DuckDB runs it when max_scan_rows is None)"))
         else:
             rows.append(("(duckdb)", "runs the rest", plan.duck_sql))
+            self._explain_duck(plan, values, explained, rows)
         return SQLResult(columns, rows)
+
+    def _explain_duck(self, plan: QueryPlan, values: list, explained: list, rows: list) -> None:
+        """What DuckDB's own optimizer pushes into each scan (filters, columns), and the
+        operators it still runs, from its physical plan. A Python scan's pushed filters are
+        applied exactly by Arrow's scanner on each batch (DuckDB hands a record batch
+        reader's filters and columns to ``pyarrow.dataset.Scanner.from_batches`` and does
+        not check them again); a replica's by DuckDB's table scan."""
+        from .scan import arrow_schema
+        engine = self._engine()
+        sources = []
+        for _, spec, replica in explained:
+            if replica is not None:
+                sources.append((spec.view, None, engine.replicas.view_sql(
+                    replica.table_id, [c.name for c in spec.columns])))
+            else:
+                sources.append((spec.view, arrow_schema(spec.columns), None))
+        ops = engine.explain(plan.duck_sql, values, sources)
+        scans = [o for o in ops if o["name"] in ("ARROW_SCAN", "SEQ_SCAN", "TABLE_SCAN")]
+        for o in scans:
+            info = o["info"]
+            cols = info.get("Projections") or []
+            cols = {cols} if isinstance(cols, str) else set(cols)
+            table = str(info.get("Table", ""))
+            mine = [e for e in explained if (e[2] is not None and table.endswith(
+                f"t_{e[2].table_id}")) or (e[2] is None and o["name"] == "ARROW_SCAN" and
+                                           cols <= {c.name for c in e[1].columns})]
+            filters = info.get("Filters")
+            if len(mine) != 1 or not filters:
+                continue
+            filters = [filters] if isinstance(filters, str) else list(filters)
+            i, _, replica = mine[0]
+            by = "DuckDB's table scan" if replica is not None else \
+                "Arrow's scanner on each batch, exactly"
+            name, path, pushed = rows[i]
+            rows[i] = (name, path, pushed + f"; DuckDB pushed into the scan: filters "
+                       f"{' AND '.join(filters)} (applied by {by})")
+        still = []
+        for o in ops:
+            if o["name"] in ("ARROW_SCAN", "SEQ_SCAN", "TABLE_SCAN"):
+                continue
+            info = o["info"]
+            detail = info.get("Expression") or info.get("Conditions") or info.get("Groups") \
+                or info.get("Aggregates") or ""
+            if isinstance(detail, list):
+                detail = ", ".join(map(str, detail))
+            still.append(o["name"] + (f" ({detail})" if detail else ""))
+        if still:
+            rows.append(("(duckdb plan)", "still done by DuckDB", "; ".join(still)))
 
     def _point_fits(self, plan: QueryPlan, values: list) -> bool:
         spec = plan.scans[0]
@@ -279,7 +445,8 @@ class SQLSession:
     def _copy(self, stmt, plan: QueryPlan, values: list, limits) -> SQLResult:
         accesses = self._bind(plan, values)
         budget = self._budget(limits)
-        count = self._engine().copy(plan.duck_sql, values, self._sources(plan, accesses, budget),
+        count = self._engine().copy(plan.duck_sql, values,
+                                    self._sources(plan, accesses, budget, limits[3]),
                                     budget, stmt.path, stmt.copy_format)
         return SQLResult([("rows", "BIGINT")], [(count,)], stats=budget.rows_read)
 
@@ -301,6 +468,7 @@ class SQLSession:
             return self._show_index(stmt.name)
         with self._lock:
             self._cache.clear()
+            self._points.clear()
         if kind == "create":
             table = self._ctx.catalog.base_table(stmt.table or stmt.name)
             if stmt.search_index is not None:
@@ -319,6 +487,7 @@ class SQLSession:
             if stmt.if_exists and self.mappings.find(stmt.name) is None:
                 return SQLResult([])
             self.mappings.drop(stmt.name)
+        self._forget_replicas()  # a table no mapping maps any more keeps no replica
         return SQLResult([])
 
     def _show_index(self, name: str) -> SQLResult:
@@ -338,22 +507,11 @@ class SQLSession:
                           ("Index_type", "MEDIUMTEXT")], rows)
 
     def close(self) -> None:
+        if self._replicas is not None:
+            self._replicas.close()
         if self._duck is not None:
             self._duck.close()
             self._duck = None
-
-
-def _tuple(pk: tuple, cells: dict, output: list, key_names: tuple, table: str) -> tuple:
-    """One output row of the direct paths, each value checked against its mapped type."""
-    out = []
-    for _, c in output:
-        v = pk[key_names.index(c.name)] if c.name in key_names else cells.get(c.name)
-        if v is not None and not fits(v, c.wtype):
-            raise ParameterInvalid(
-                f"column {c.name!r} of table {table!r} is mapped as {c.sql_type} but "
-                f"row {pk!r} holds {type(v).__name__} {v!r}; map it with the type it holds")
-        out.append(v)
-    return tuple(out)
 
 
 def bind_value(v: object, values: list) -> object:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .engine import Batch, Engine
+from .engine import COMPRESSIONS, Batch, Engine, Family, parse_profile, profile_name
 from .memory import MemoryEngine
 
 DEFAULT_CACHE_MB = 256  # RocksDB's block cache (``rocks.rocks_options``), filled as data is read
@@ -27,4 +27,5 @@ def open_engine(path: str | None, engine: str = "rocksdb", sync: bool = False,
     return RocksEngine(path, sync=sync, cache_mb=DEFAULT_CACHE_MB if cache_mb is None else cache_mb)
 
 
-__all__ = ["DEFAULT_CACHE_MB", "Batch", "Engine", "MemoryEngine", "open_engine"]
+__all__ = ["COMPRESSIONS", "DEFAULT_CACHE_MB", "Batch", "Engine", "Family", "MemoryEngine",
+           "open_engine", "parse_profile", "profile_name"]

@@ -7,6 +7,7 @@ Every exception rocksdict raises leaves this module as a ``StorageError`` (a
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from functools import partial
 from rocksdict import (
     BlockBasedOptions,
     Cache,
+    DBCompressionType,
     DbClosedError,
     Options,
     Rdict,
@@ -25,6 +27,7 @@ from rocksdict import (
 
 from ..errors import StorageError
 from . import DEFAULT_CACHE_MB
+from .engine import parse_profile
 
 # RocksDB's status names (the start of its messages) -> StorageError kinds.
 _KINDS = (
@@ -71,13 +74,14 @@ BLOOM_BITS = 10  # per key: about 1% false positives, ~1.2 bytes a key
 BLOCK_SIZE = 16 * 1024  # bytes of a table file's data block, before compression
 
 
-def rocks_options(cache_mb: int = DEFAULT_CACHE_MB) -> Options:
-    """The options a store opens with.
+def rocks_options(cache_mb: int = DEFAULT_CACHE_MB, cache: Cache | None = None) -> Options:
+    """The options a store opens with (its default column family).
 
     * A block cache of ``cache_mb`` MB (LRU; filled only as blocks are read, so a
       small store stays small). RocksDB's own default is 32 MB: a store larger
       than that decompresses a block from the OS cache on most reads (8 against
       4 µs per read measured on 100 MB of 1 KB rows). 0 turns the cache off.
+      ``cache``: that cache, made by the caller to share it with column families.
     * A bloom filter of ``BLOOM_BITS`` bits per key in every table file, so a
       point read skips the files that do not hold its key (and a read of a
       missing row, most of them); and one over the memtable's whole keys (2% of
@@ -99,15 +103,111 @@ def rocks_options(cache_mb: int = DEFAULT_CACHE_MB) -> Options:
     opts.increase_parallelism(2)
     opts.set_memtable_whole_key_filtering(True)
     opts.set_memtable_prefix_bloom_ratio(0.02)
+    if cache is None and cache_mb:
+        cache = Cache(cache_mb * 2**20)
+    opts.set_block_based_table_factory(_table_options(cache, True))
+    return opts
+
+
+def _table_options(cache: Cache | None, bloom: bool) -> BlockBasedOptions:
     table = BlockBasedOptions()
-    if cache_mb:
-        table.set_block_cache(Cache(cache_mb * 2**20))
+    if cache is not None:
+        table.set_block_cache(cache)
     else:
         table.disable_cache()
-    table.set_bloom_filter(BLOOM_BITS, False)
+    if bloom:
+        table.set_bloom_filter(BLOOM_BITS, False)
     table.set_block_size(BLOCK_SIZE)
-    opts.set_block_based_table_factory(table)
+    return table
+
+
+_COMPRESSION = {"none": DBCompressionType.none, "lz4": DBCompressionType.lz4,
+                "zstd": DBCompressionType.zstd}
+
+
+def family_options(profile: str, cache: Cache | None) -> Options:
+    """The options of the column family of storage ``profile`` (``engine.profile_name``):
+    its compression at every level, the store's shared block ``cache`` or none (a cold
+    family's blocks then never push a hot family's out), a bloom filter or none."""
+    compression, block_cache, bloom = parse_profile(profile)
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.set_compression_type(_COMPRESSION[compression]())
+    opts.set_bottommost_compression_type(_COMPRESSION[compression]())
+    if bloom:
+        opts.set_memtable_whole_key_filtering(True)
+        opts.set_memtable_prefix_bloom_ratio(0.02)
+    opts.set_block_based_table_factory(_table_options(cache if block_cache else None, bloom))
     return opts
+
+
+def _scan(db: Rdict, start: bytes, end: bytes, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+    opts = ReadOptions()
+    opts.set_iterate_upper_bound(end)
+    try:
+        if not reverse:
+            return _holding(db.items(from_key=start, read_opt=opts), opts, end)
+        items = db.items(backwards=True, from_key=end, read_opt=opts)
+    except Exception as exc:
+        raise storage_error(exc, "scan") from exc
+    return _holding(_scan_reverse(start, end, items), opts, end)
+
+
+def _scan_reverse(start: bytes, end: bytes, items) -> Iterator[tuple[bytes, bytes]]:
+    # rocksdict ignores iterate_lower_bound, so the lower end is checked here.
+    for key, value in items:
+        if key < start:
+            return
+        if key >= end:
+            continue
+        yield key, value
+
+
+def _values(db: Rdict, start: bytes, end: bytes) -> Iterator[bytes]:
+    opts = ReadOptions()
+    opts.set_iterate_upper_bound(end)
+    try:
+        return _holding(db.values(from_key=start, read_opt=opts), opts, end)
+    except Exception as exc:
+        raise storage_error(exc, "scan") from exc
+
+
+class RocksFamily:
+    """One RocksDB column family of a store (a storage profile): reads by key and range;
+    writes go through the store's batches with ``handle`` (``batch.put(k, v, handle)``),
+    so one batch stays atomic across families."""
+
+    def __init__(self, name: str, db: Rdict, handle) -> None:
+        self.name = name
+        self._db = db
+        self.handle = handle
+
+    def get(self, key: bytes) -> bytes | None:
+        try:
+            return self._db.get(key)
+        except Exception as exc:
+            raise storage_error(exc, "get") from exc
+
+    def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
+        if not keys:
+            return []
+        try:
+            return self._db.get(keys)
+        except Exception as exc:
+            raise storage_error(exc, "get") from exc
+
+    def scan(self, start: bytes, end: bytes, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        return _scan(self._db, start, end, reverse)
+
+    def values(self, start: bytes, end: bytes) -> Iterator[bytes]:
+        return _values(self._db, start, end)
+
+    def close(self) -> None:
+        self.handle = None
+        try:
+            self._db.close()
+        except Exception:  # noqa: BLE001 - closing a view of a store that closes next
+            pass
 
 
 class RocksEngine:
@@ -119,10 +219,24 @@ class RocksEngine:
     ``cache_mb``: the block cache (``rocks_options``).
     """
 
-    def __init__(self, path: str, sync: bool = False, cache_mb: int = DEFAULT_CACHE_MB) -> None:
+    def __init__(self, path: str, sync: bool = False, cache_mb: int = DEFAULT_CACHE_MB,
+                 statistics: bool = False) -> None:
         os.makedirs(path, exist_ok=True)
+        # One block cache for the default column family and every family profile that
+        # keeps one: a family with the cache off leaves it to the others.
+        self._cache = Cache(cache_mb * 2**20) if cache_mb else None
+        self._options = rocks_options(cache_mb, self._cache)
+        if statistics:  # tickers for benchmarks (block cache hits and misses); costs a little
+            self._options.enable_statistics()
+        self._families: dict[str, RocksFamily] = {}
         try:
-            self._db = Rdict(path, rocks_options(cache_mb))
+            existing = [n for n in Rdict.list_cf(path) if n != "default"] \
+                if os.path.exists(os.path.join(path, "CURRENT")) else []
+            column_families = {n: family_options(n, self._cache) for n in existing}
+            self._db = Rdict(path, self._options, column_families=column_families or None)
+            for name in existing:
+                self._families[name] = RocksFamily(
+                    name, self._db.get_column_family(name), self._db.get_column_family_handle(name))
         except Exception as exc:  # a second open of the same directory, a corrupt store, ...
             err = storage_error(exc, "open")
             raise StorageError(f"cannot open store at {path!r}: {exc}", kind=err.kind) from exc
@@ -135,6 +249,42 @@ class RocksEngine:
         self.batch = partial(WriteBatch, True)
         self._closed = False
         self._lock = threading.Lock()
+
+    def column_family(self, profile: str) -> RocksFamily:
+        """The column family of storage ``profile`` (``engine.profile_name``), created
+        with that profile's options on first use; it persists in the store."""
+        family = self._families.get(profile)
+        if family is not None:
+            return family
+        parse_profile(profile)  # refuses a name that is no profile
+        with self._lock:
+            family = self._families.get(profile)
+            if family is None:
+                try:
+                    db = self._db.create_column_family(profile, family_options(profile, self._cache))
+                    family = RocksFamily(profile, db, self._db.get_column_family_handle(profile))
+                except Exception as exc:
+                    raise storage_error(exc, "create column family") from exc
+                self._families[profile] = family
+        return family
+
+    def column_families(self) -> list[str]:
+        """The profiles whose column families exist in this store."""
+        return sorted(self._families)
+
+    def cache_stats(self) -> dict[str, int]:
+        """Block cache tickers (``rocksdb.block.cache.hit`` / ``.miss``, and the data-block
+        ones) when opened with ``statistics=True``; otherwise empty. Usage in bytes too."""
+        out: dict[str, int] = {}
+        if self._cache is not None:
+            out["usage"] = self._cache.get_usage()
+        text = self._options.get_statistics() or ""
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and parts[0].startswith("rocksdb.block.cache.") and parts[2] == ":" \
+                    and parts[1] == "COUNT":
+                out[parts[0][len("rocksdb.block.cache."):]] = int(parts[3])
+        return out
 
     # Every call maps rocksdict's exceptions to StorageError (storage_error). A try block
     # costs nothing until it catches; the frame around the C call costs ~20 ns.
@@ -174,35 +324,12 @@ class RocksEngine:
     def scan(
         self, start: bytes, end: bytes, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:
-        opts = ReadOptions()
-        opts.set_iterate_upper_bound(end)
-        try:
-            if not reverse:
-                return _holding(self._db.items(from_key=start, read_opt=opts), opts, end)
-            items = self._db.items(backwards=True, from_key=end, read_opt=opts)
-        except Exception as exc:
-            raise storage_error(exc, "scan") from exc
-        return _holding(self._scan_reverse(start, end, items), opts, end)
-
-    @staticmethod
-    def _scan_reverse(start: bytes, end: bytes, items) -> Iterator[tuple[bytes, bytes]]:
-        # rocksdict ignores iterate_lower_bound, so the lower end is checked here.
-        for key, value in items:
-            if key < start:
-                return
-            if key >= end:
-                continue
-            yield key, value
+        return _scan(self._db, start, end, reverse)
 
     def values(self, start: bytes, end: bytes) -> Iterator[bytes]:
         """The values of a forward ``scan``: rocksdict then makes no key objects nor pairs
         (a third less per row read, measured on pages of 1 KB rows)."""
-        opts = ReadOptions()
-        opts.set_iterate_upper_bound(end)
-        try:
-            return _holding(self._db.values(from_key=start, read_opt=opts), opts, end)
-        except Exception as exc:
-            raise storage_error(exc, "scan") from exc
+        return _values(self._db, start, end)
 
     def approximate_size(self, start: bytes, end: bytes) -> int:
         """Bytes on disk and in memtables between ``start`` and ``end``, roughly."""
@@ -212,10 +339,13 @@ class RocksEngine:
         return total
 
     def compact(self) -> None:
-        """Flush the memtables and compact every key into the bottom level."""
+        """Flush the memtables and compact every key into the bottom level (every family)."""
         try:
             self._db.flush(True)
             self._db.compact_range(None, None)
+            for family in list(self._families.values()):
+                family._db.flush(True)
+                family._db.compact_range(None, None)
         except Exception as exc:
             raise storage_error(exc, "compact") from exc
 
@@ -230,4 +360,11 @@ class RocksEngine:
             if self._closed:
                 return
             self._closed = True
+            # Every view of a column family lets go of the store first, or its lock stays held.
+            had_families = bool(self._families)
+            for family in self._families.values():
+                family.close()
+            self._families.clear()
             self._db.close()
+            if had_families:
+                gc.collect()  # a batch that held a family's handle in a cycle lets go of it

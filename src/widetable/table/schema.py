@@ -198,6 +198,56 @@ class IndexSpec:
                    d.get("building", False) is True, declared if type(declared) is int else 0)
 
 
+DEFAULT_FAMILY = "default"  # the one family of a Tablestore-model table
+TABLESTORE, BIGTABLE = "tablestore", "bigtable"  # a table's data model
+
+
+@dataclass(frozen=True, slots=True)
+class FamilySchema:
+    """A column family as the catalog stores it.
+
+    ``family_id`` names its keyspace: 0 is the default family (rows under 0x10 in the
+    engine's default keyspace, Tablestore's row blob); ids from 1 are families of the
+    Bigtable model (under 0x11, in the column family of their storage ``profile``).
+    ``gc`` is a GC rule in ``widetable.bigtable.gc``'s dict form (None: keep every
+    version); ``aggregate`` None or "sum" / "min" / "max" / "hll".
+    """
+
+    name: str
+    family_id: int
+    gc: dict | None = None
+    compression: str = "none"
+    block_cache: bool = True
+    bloom_filter: bool = True
+    aggregate: str | None = None
+
+    @property
+    def profile(self) -> str:
+        """The storage profile (its column family's name) of this family's records."""
+        from ..storage.engine import profile_name
+
+        return profile_name(self.compression, self.block_cache, self.bloom_filter)
+
+    def to_dict(self) -> dict:
+        d: dict = {"name": self.name, "id": self.family_id}
+        if self.family_id:
+            d.update(compression=self.compression, block_cache=self.block_cache,
+                     bloom_filter=self.bloom_filter)
+            if self.gc is not None:
+                d["gc"] = self.gc
+            if self.aggregate is not None:
+                d["aggregate"] = self.aggregate
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FamilySchema:
+        return cls(d["name"], d["id"], d.get("gc"), d.get("compression", "none"),
+                   d.get("block_cache", True), d.get("bloom_filter", True), d.get("aggregate"))
+
+
+DEFAULT_FAMILIES = (FamilySchema(DEFAULT_FAMILY, 0),)
+
+
 @dataclass(frozen=True, slots=True)
 class TableSchema:
     """What the catalog stores for a table. ``table_id`` names its keyspace."""
@@ -216,6 +266,17 @@ class TableSchema:
     # The change seq the current stream starts after: turning a stream off and on again
     # makes a new stream (another id), whose records are those after this seq.
     stream_since: int = 0
+    # Column families (format 2): a Tablestore-model table has the default family alone;
+    # a Bigtable-model table (model BIGTABLE) has families with ids from 1.
+    families: tuple[FamilySchema, ...] = DEFAULT_FAMILIES
+    model: str = TABLESTORE
+
+    def family(self, name: str) -> FamilySchema | None:
+        """The family called ``name``, or None."""
+        for f in self.families:
+            if f.name == name:
+                return f
+        return None
 
     @property
     def pk_names(self) -> tuple[str, ...]:
@@ -245,6 +306,8 @@ class TableSchema:
                    if self.stream_retention != DEFAULT_STREAM_RETENTION else {}),
                 **({"indexes": [i.to_dict() for i in self.indexes]} if self.indexes else {}),
                 **({"stream_since": self.stream_since} if self.stream_since else {}),
+                "families": [f.to_dict() for f in self.families],
+                **({"model": self.model} if self.model != TABLESTORE else {}),
             },
             sort_keys=True,
         ).encode()
@@ -264,6 +327,10 @@ class TableSchema:
             stream_retention=d.get("stream_retention", DEFAULT_STREAM_RETENTION),
             indexes=tuple(IndexSpec.from_dict(i) for i in d.get("indexes", ())),
             stream_since=d.get("stream_since", 0),
+            # A catalog of format 1 records no families: its table has the default one.
+            families=tuple(FamilySchema.from_dict(f) for f in d["families"])
+            if "families" in d else DEFAULT_FAMILIES,
+            model=d.get("model", TABLESTORE),
         )
 
 

@@ -121,8 +121,10 @@ WRITES = frozenset({
     "PutRow", "UpdateRow", "DeleteRow", "BatchWriteRow",
     "StartLocalTransaction", "CommitTransaction",
     "CreateSearchIndex", "UpdateSearchIndex", "DeleteSearchIndex",
-    "SQLQuery",  # it runs mapping DDL too; SELECT for read-only keys would need the kind first
 })
+# APIs that read or write by what they carry: a read-only key's call runs with the key's
+# id, and the library refuses what writes (SQLQuery: mapping DDL and COPY, not SELECT).
+PER_STATEMENT = frozenset({"SQLQuery"})
 HEALTH_PATH = health.PATH
 
 _STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
@@ -206,7 +208,8 @@ class TablestoreService:
                   self.core.writers or self.db.transactions_open()):
             self._submit(conn, request, api, message, verified, close)
         else:
-            status, body, request_id = self._execute(api, message)
+            reader = verified.access_key_id if verified.read_only else None
+            status, body, request_id = self._execute(api, message, reader)
             self._answer(conn, request, status, api, body, verified, close, request_id)
 
     def reject(self, conn: Connection, error: BadRequest) -> None:
@@ -218,15 +221,20 @@ class TablestoreService:
         def finish(answer: tuple[int, bytes, str | None]) -> None:
             self._answer(conn, request, answer[0], api, answer[1], verified, close, answer[2])
 
-        self.core.submit(self._execute, (api, message), finish, api, KINDS[api])
+        reader = verified.access_key_id if verified.read_only else None
+        self.core.submit(self._execute, (api, message, reader), finish, api, KINDS[api])
 
-    def _execute(self, api: str, message) -> tuple[int, bytes, str | None]:
+    def _execute(self, api: str, message, reader: str | None = None,
+                 ) -> tuple[int, bytes, str | None]:
         """Run one decoded request against the store: ``(status, body, request id)``,
-        the id given only to a 500 (it names it). Any thread."""
+        the id given only to a 500 (it names it). ``reader``: the id of the read-only key
+        that sent it (None: the key may write). Any thread."""
         response: Any
         try:
             if api == "CreateTable":
                 response = tables.create_table(self.db, message, self.capacity)
+            elif api in PER_STATEMENT:
+                response = HANDLERS[api](self.db, message, reader)
             else:
                 response = HANDLERS[api](self.db, message)
             return 200, response.SerializeToString(), None

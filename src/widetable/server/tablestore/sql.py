@@ -5,8 +5,9 @@ columnar FlatBuffers payload (``wire/sqlrows.py``, version 2, ``row_count`` set)
 A DDL answer carries no rows at all: the SDK's decoder loops forever over a
 zero-column payload. Each table read is reported in ``consumes`` with one read
 CU per row the scans read (at least 1). COPY ... TO is refused (it would write a
-file on the server). SQLQuery counts as a write for read-only access keys: it
-also runs mapping DDL.
+file on the server). A read-only access key may run SELECT, EXPLAIN, DESCRIBE and
+SHOW; its mapping DDL and COPY are refused with 403 ``OTSNoPermissionAccess``,
+before anything runs (``db.sql(..., read_only=key id)``).
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ _TYPES = {"query": 1, "explain": 1, "copy": 1, "create": 2, "show_tables": 3, "s
           "describe": 4, "drop_mapping": 5, "alter_add": 6, "alter_drop": 6}
 
 
-def sql_query(db: Database, req) -> object:
+def sql_query(db: Database, req, reader: str | None = None) -> object:
+    """``reader``: the id of the read-only access key that sent it, or None."""
     if req.HasField("version") and req.version != 2:
         raise ParameterInvalid(f"SQL payload version {req.version} is not supported; use 2 "
                                "(FlatBuffers)")
-    result = db.sql(req.query, files=False)  # COPY ... TO would write on the server
+    result = db.sql(req.query, files=False,  # COPY ... TO would write on the server
+                    read_only=reader)
     resp = pb.SQLQueryResponse()
     resp.version = 2
     resp.type = _TYPES.get(result.kind, 1)

@@ -1,0 +1,165 @@
+"""Bigtable's data API (``google.bigtable.v2.Bigtable``) over ``db.bigtable``.
+
+Each handler decodes its request (``wire/bigtable/convert.py``), makes one library call
+and encodes the answer. Single-row calls and reads run on the server's event loop: a
+row is tens of microseconds of store work, less than a thread handoff costs. A
+MutateRows of more than ``INLINE_ENTRIES`` rows runs on the worker pool, so that the
+loop keeps serving other calls meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from ...errors import ParameterInvalid, WidetableError
+from ...wire.bigtable import DATA, rpc, v2
+from ...wire.bigtable.convert import (
+    decode_filter,
+    decode_mutations,
+    decode_row_range,
+    decode_row_set,
+    decode_rule,
+)
+from ...wire.bigtable.errors import status_of
+from ...wire.bigtable.rows import encode_rows
+from .service import Registry, details, instance_name, no_views, table_id
+
+INLINE_ENTRIES = 100  # rows of a MutateRows run on the loop
+MAX_ENTRIES = 100_000  # Bigtable's limit of mutations in one MutateRows
+
+_OK = rpc.Status()
+
+
+class DataService:
+    """The data API's handlers over ``bt`` (a BigtableInstance)."""
+
+    def __init__(self, bt, pool) -> None:
+        self.bt = bt
+        self.pool = pool
+
+    def register(self, reg: Registry) -> None:
+        reg.service(DATA)
+        reg.add(DATA, "ReadRows", self.read_rows, raw_response=True)
+        reg.add(DATA, "MutateRow", self.mutate_row)
+        reg.add(DATA, "MutateRows", self.mutate_rows)
+        reg.add(DATA, "CheckAndMutateRow", self.check_and_mutate_row)
+        reg.add(DATA, "ReadModifyWriteRow", self.read_modify_write_row)
+        reg.add(DATA, "SampleRowKeys", self.sample_row_keys)
+        reg.add(DATA, "PingAndWarm", self.ping_and_warm)
+
+    def table(self, request, what: str):
+        """The library table a request names (ObjectNotExist if there is none)."""
+        no_views(request, what)
+        return self.bt.table(table_id(request.table_name))
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def read_rows(self, req, context):
+        table = self.table(req, "ReadRows")
+        if req.rows_limit < 0:
+            raise ParameterInvalid(f"rows_limit {req.rows_limit} is negative")
+        rows = decode_row_set(req.rows) if req.HasField("rows") else None
+        flt = decode_filter(req.filter) if req.HasField("filter") else None
+        it = table.read_rows(rows, flt, limit=req.rows_limit, reverse=req.reversed)
+        for message in encode_rows(it):
+            yield message
+
+    async def sample_row_keys(self, req, context):
+        table = self.table(req, "SampleRowKeys")
+        samples = table.sample_row_keys()
+        if req.HasField("row_range"):
+            samples = _within(samples, decode_row_range(req.row_range))
+        for key, offset in samples:
+            yield v2.SampleRowKeysResponse(row_key=key, offset_bytes=offset)
+
+    async def ping_and_warm(self, req, context):
+        instance_name(req.name, "name")
+        return v2.PingAndWarmResponse()
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def mutate_row(self, req, context):
+        table = self.table(req, "MutateRow")
+        table.mutate_row(req.row_key, decode_mutations(req.mutations))
+        return v2.MutateRowResponse()
+
+    async def mutate_rows(self, req, context):
+        table = self.table(req, "MutateRows")
+        n = len(req.entries)
+        if not n:
+            raise ParameterInvalid("MutateRows has no entries")
+        total = sum(len(e.mutations) for e in req.entries)
+        if total > MAX_ENTRIES:
+            raise ParameterInvalid(f"MutateRows holds {total} mutations, over the limit of "
+                                   f"{MAX_ENTRIES}")
+        statuses: list = [None] * n
+        entries, where = [], []
+        for i, e in enumerate(req.entries):
+            try:
+                entries.append((e.row_key, decode_mutations(e.mutations, f"entries[{i}].mutations")))
+                where.append(i)
+            except WidetableError as exc:
+                statuses[i] = exc
+        if entries:
+            if len(entries) <= INLINE_ENTRIES:
+                results = table.mutate_rows(entries)
+            else:
+                results = await asyncio.get_running_loop().run_in_executor(
+                    self.pool, table.mutate_rows, entries)
+            for i, err in zip(where, results):
+                statuses[i] = err
+        resp = v2.MutateRowsResponse()
+        add = resp.entries.add
+        for i, err in enumerate(statuses):
+            if err is None:
+                add(index=i, status=_OK)
+            else:
+                add(index=i, status=rpc.Status(code=status_of(err), message=details(err.message)))
+        yield resp
+
+    async def check_and_mutate_row(self, req, context):
+        table = self.table(req, "CheckAndMutateRow")
+        pred = decode_filter(req.predicate_filter) if req.HasField("predicate_filter") else None
+        true_m = decode_mutations(req.true_mutations, "true_mutations", allow_empty=True)
+        false_m = decode_mutations(req.false_mutations, "false_mutations", allow_empty=True)
+        if not true_m and not false_m:
+            raise ParameterInvalid("No mutations provided (true_mutations and false_mutations "
+                                   "are both empty)")
+        matched = table.check_and_mutate_row(req.row_key, pred, true_m, false_m)
+        return v2.CheckAndMutateRowResponse(predicate_matched=bool(matched))
+
+    async def read_modify_write_row(self, req, context):
+        table = self.table(req, "ReadModifyWriteRow")
+        if not req.rules:
+            raise ParameterInvalid("ReadModifyWriteRow has no rules")
+        row = table.read_modify_write_row(req.row_key, [decode_rule(r) for r in req.rules])
+        return v2.ReadModifyWriteRowResponse(row=encode_row(row, req.row_key))
+
+
+def encode_row(row, key: bytes):
+    """A library row -> ``google.bigtable.v2.Row`` (families, columns, cells nested)."""
+    out = v2.Row(key=key if row is None else row.key)
+    if row is None:
+        return out
+    family = column = None
+    for cell in row.cells:
+        if family is None or family.name != cell.family:
+            family = out.families.add(name=cell.family)
+            column = None
+        if column is None or column.qualifier != cell.qualifier:
+            column = family.columns.add(qualifier=cell.qualifier)
+        column.cells.add(timestamp_micros=cell.timestamp, value=cell.value, labels=cell.labels)
+    return out
+
+
+def _within(samples, r):
+    """The samples whose keys fall in the range ``r``, then the first one past it (the
+    sample that ends the range's last section), as Bigtable restricts them."""
+    out = []
+    for key, offset in samples:
+        if r.start is not None and key and (key < r.start or (key == r.start and not r.start_inclusive)):
+            continue
+        out.append((key, offset))
+        if r.end is not None and (not key or key > r.end or (key == r.end and not r.end_inclusive)):
+            break
+    return out

@@ -1,0 +1,176 @@
+"""What every Bigtable RPC shares: resource names, status answers, the shared token, and
+the registration of handlers as gRPC generic handlers.
+
+Requests arrive as bytes and are parsed here (not by grpc's deserializer), so that a
+malformed message is answered INVALID_ARGUMENT naming the message, not INTERNAL.
+A ``WidetableError`` leaves as the status Bigtable gives the same failure
+(``wire/bigtable/errors.py``); anything else is INTERNAL and logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from ...errors import NotSupported, ParameterInvalid, WidetableError, describe
+from ...wire.bigtable import Method, methods
+from ...wire.bigtable.errors import UNAUTHENTICATED, status_of
+
+log = logging.getLogger("widetable.server.bigtable")
+
+CODES = {c.value[0]: c for c in grpc.StatusCode}
+MAX_DETAILS = 2000  # characters of a status message: it travels in a header (8 KiB cap)
+
+
+def details(message: str) -> str:
+    """A status message short enough for the trailers (a value it names may be huge)."""
+    return message if len(message) <= MAX_DETAILS else message[:MAX_DETAILS - 3] + "..."
+
+
+def _identity(b: bytes) -> bytes:
+    return b
+
+
+def table_id(name: str, field: str = "table_name") -> str:
+    """``projects/{p}/instances/{i}/tables/{t}`` -> ``t``; ParameterInvalid naming the value.
+
+    The project and instance are not checked: one store is one instance, whatever the
+    client calls it (as Google's emulator answers any)."""
+    parts = name.split("/")
+    if len(parts) != 6 or parts[0] != "projects" or parts[2] != "instances" \
+            or parts[4] != "tables" or not all(parts[1::2]):
+        raise ParameterInvalid(
+            f"{field} {describe(name, 200)} is not of the form projects/<project>/instances/<instance>/tables/<table>")
+    return parts[5]
+
+
+def instance_name(name: str, field: str = "parent") -> str:
+    """Checks ``projects/{p}/instances/{i}`` and returns it."""
+    parts = name.split("/")
+    if len(parts) != 4 or parts[0] != "projects" or parts[2] != "instances" \
+            or not parts[1] or not parts[3]:
+        raise ParameterInvalid(
+            f"{field} {describe(name, 200)} is not of the form projects/<project>/instances/<instance>")
+    return name
+
+
+def no_views(request, what: str) -> None:
+    """NotSupported if the request reads through an authorized or materialized view."""
+    for field in ("authorized_view_name", "materialized_view_name"):
+        if getattr(request, field, ""):
+            raise NotSupported(f"{what}: {field} is not supported (views are not served)")
+
+
+class Abort(Exception):
+    """An answer that is not a WidetableError: a status code and its message."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+async def _answer_error(context, exc: BaseException, what: str) -> None:
+    if isinstance(exc, WidetableError):
+        await context.abort(CODES[status_of(exc)], details(exc.message))
+    if isinstance(exc, Abort):
+        await context.abort(CODES[exc.code], details(exc.message))
+    log.exception("%s failed", what)
+    await context.abort(grpc.StatusCode.INTERNAL, f"{what}: internal error: {type(exc).__name__}")
+
+
+class Registry:
+    """The handlers of one server: ``add(service, name, coroutine)``; every method of a
+    registered service without a handler answers UNIMPLEMENTED naming it."""
+
+    def __init__(self, token: str | None = None) -> None:
+        self.token = None if token is None else f"Bearer {token}".encode()
+        self._handlers: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
+        self._methods: dict[str, dict[str, Method]] = {}
+
+    def service(self, service: str) -> None:
+        self._methods[service] = methods(service)
+        self._handlers.setdefault(service, {})
+
+    def add(self, service: str, name: str, fn: Callable, raw_response: bool = False) -> None:
+        """``fn(request, context)``: a coroutine for a unary answer, an async generator for
+        a streamed one (as the method is). ``raw_response``: it yields serialized bytes."""
+        method = self._methods[service][name]
+        wrapped = self._wrap(method, fn)
+        serialize = _identity if raw_response else method.response.SerializeToString
+        if method.server_streaming:
+            handler = grpc.unary_stream_rpc_method_handler(
+                wrapped, request_deserializer=_identity, response_serializer=serialize)
+        else:
+            handler = grpc.unary_unary_rpc_method_handler(
+                wrapped, request_deserializer=_identity, response_serializer=serialize)
+        self._handlers[service][name] = handler
+
+    def _authorized(self, context) -> bool:
+        if self.token is None:
+            return True
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization":
+                v = value.encode() if isinstance(value, str) else value
+                return hmac.compare_digest(v, self.token)
+        return False
+
+    def _wrap(self, method: Method, fn: Callable) -> Callable:
+        parse = method.request.FromString
+        what = method.name
+
+        def request_of(data: bytes):
+            try:
+                return parse(data)
+            except (DecodeError, RuntimeError, ValueError) as exc:
+                raise ParameterInvalid(
+                    f"malformed {method.request.DESCRIPTOR.name}: {exc}") from None
+
+        if method.server_streaming:
+            async def streamed(data: bytes, context):
+                if not self._authorized(context):
+                    await context.abort(CODES[UNAUTHENTICATED], "missing or wrong bearer token")
+                try:
+                    async for item in fn(request_of(data), context):
+                        yield item
+                except Exception as exc:  # noqa: BLE001 - every failure becomes a status
+                    await _answer_error(context, exc, what)
+            return streamed
+
+        async def unary(data: bytes, context):
+            if not self._authorized(context):
+                await context.abort(CODES[UNAUTHENTICATED], "missing or wrong bearer token")
+            try:
+                return await fn(request_of(data), context)
+            except Exception as exc:  # noqa: BLE001
+                await _answer_error(context, exc, what)
+        return unary
+
+    def handlers(self) -> list[grpc.GenericRpcHandler]:
+        out = []
+        for service, handlers in self._handlers.items():
+            full = dict(handlers)
+            for name, method in self._methods[service].items():
+                if name not in full:
+                    full[name] = self._unimplemented(service, method)
+            out.append(grpc.method_handlers_generic_handler(service, full))
+        return out
+
+    def _unimplemented(self, service: str, method: Method) -> grpc.RpcMethodHandler:
+        message = f"{service.rpartition('.')[2]}.{method.name} is not implemented by widetable"
+
+        async def refuse(data, context):
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, message)
+
+        if method.server_streaming:
+            async def refuse_stream(data, context):
+                await context.abort(grpc.StatusCode.UNIMPLEMENTED, message)
+                yield b""  # never reached: makes this an async generator
+            return grpc.unary_stream_rpc_method_handler(
+                refuse_stream, request_deserializer=_identity, response_serializer=_identity)
+        return grpc.unary_unary_rpc_method_handler(
+            refuse, request_deserializer=_identity, response_serializer=_identity)
