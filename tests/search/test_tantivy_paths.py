@@ -293,3 +293,35 @@ def test_an_index_of_layout_1_still_searches(tmp_path):
                     group_bys=[GroupByField("g", "k")])
     assert res.aggs["s"] == sum(_vals(rows, "n"))
     db.close()
+
+
+@pytest.mark.parametrize("mode,order", [
+    ("max", ["A", "C", "B"]), ("min", ["C", "A", "B"]), ("avg", ["C", "A", "B"]),
+    ("total", ["A", "C", "B"]), ("none", ["A", "B", "C"]),
+])
+def test_nested_score_modes(tmp_path, mode, order):
+    """A NestedQuery scores a row by its matching objects' scores, combined by the score mode.
+    An object whose text is only "x" scores more for x than one with "x z z z" (BM25's length
+    norm): A has one of each, B the long one, C the short one."""
+    from widetable.search import FieldSchema, MatchQuery, NestedQuery, ScoreSort
+
+    db = widetable.open(str(tmp_path / "s"), purge_interval=None)
+    t = db.create_table("t", [("id", "STRING")])
+    objs = {"A": ["x", "x z z z"], "B": ["x z z z"], "C": ["x"], "D": ["z"]}
+    for k, texts in objs.items():
+        t.put_row((k,), {"items": json.dumps([{"txt": x} for x in texts])})
+    db.create_search_index("t", "ix", [FieldSchema("items", "NESTED", sub_fields=(
+        FieldSchema("txt", "TEXT"),))], shards=1)
+    assert db.wait_for_search_indexes("t", "ix", timeout=60)
+    q = NestedQuery("items", MatchQuery("items.txt", "x"), score_mode=mode)
+    res = db.search("t", "ix", q, sort=[ScoreSort()], limit=10)
+    assert [r.primary_key[0] for r in res.rows] == order
+    scores = {h.row.primary_key[0]: h.score for h in res.search_hits}
+    if mode == "none":
+        assert set(scores.values()) == {0.0}
+    else:
+        hi, lo = scores["C"], scores["B"]
+        assert hi > lo > 0
+        assert scores["A"] == pytest.approx({"max": hi, "min": lo, "avg": (hi + lo) / 2,
+                                             "total": hi + lo}[mode])
+    db.close()

@@ -13,6 +13,7 @@ must_not included):
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from ..errors import ParameterInvalid, describe
@@ -26,6 +27,7 @@ from .query import (
 from .schema import DATE, DOUBLE, FUZZY, GEO_POINT, KEYWORD, LONG, NESTED, TEXT
 
 _REGEX_META = set("\\.+*?()|[]{}^$#&-~")
+_SCORE_MODES = {"avg": lambda ss: math.fsum(ss) / len(ss), "max": max, "min": min, "total": math.fsum}
 
 
 def escape(text: str) -> str:
@@ -200,9 +202,21 @@ class Compiler:
         slot = self.layout.slot(q.path)
         if slot.field.type != NESTED:
             raise ParameterInvalid(f"NestedQuery path {q.path!r} is not a NESTED field")
-        inner = s.q_bool([("must", self.compile(q.query, q.path)), ("must", s.q_kind(slot.nested_kind))])
-        owners = {src.decode() for _, src in s.run(self.searcher, inner, self._limit)}
-        return self._ids(sorted(owners))
+        inner = s.q_bool([("must", self.compile(q.query, q.path)),
+                          ("must", s.q_const(s.q_kind(slot.nested_kind), 0.0))])
+        scores: dict[str, list[float]] = {}
+        for score, src in s.run(self.searcher, inner, self._limit):
+            scores.setdefault(src.decode(), []).append(score)
+        if q.score_mode == "none" or not scores:
+            return s.q_const(self._ids(sorted(scores)), 0.0)
+        # A row scores what its matching objects score, combined by the score mode; rows of one
+        # score share a constant-score clause.
+        combine = _SCORE_MODES[q.score_mode]
+        by_score: dict[float, list[str]] = {}
+        for owner, ss in scores.items():
+            by_score.setdefault(combine(ss), []).append(owner)
+        parts = [("should", s.q_const(self._ids(sorted(owners)), sc)) for sc, owners in by_score.items()]
+        return parts[0][1] if len(parts) == 1 else s.q_bool(parts, 1)
 
     def _geo(self, slot: Slot, q):
         s = self.shard

@@ -101,10 +101,10 @@ class Searcher:
         comp = Compiler(self.layout, shard, searcher)
         q = comp.compile(query)
         clauses = [("must", q)]
-        if comp.wide:
-            clauses.append(("filter", shard.q_rows()))
+        if comp.wide:  # filters add no score
+            clauses.append(("filter", shard.q_const(shard.q_rows(), 0.0)))
         if since is not None:
-            clauses.append(("filter", shard.q_ts_from(since)))
+            clauses.append(("filter", shard.q_const(shard.q_ts_from(since), 0.0)))
         return q if len(clauses) == 1 else shard.q_bool(clauses)
 
     def matches(self, query: Query, shards: list[int]) -> list[tuple]:

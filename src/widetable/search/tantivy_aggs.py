@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from .aggs import (
     AvgAgg, CountAgg, DistinctCountAgg, Group, GroupByDateHistogram, GroupByField, GroupByFilter,
-    GroupByHistogram, GroupByRange, MaxAgg, MinAgg, SumAgg, TopRowsAgg, order_groups,
+    GroupByHistogram, GroupByRange, MaxAgg, MinAgg, SubAggSort, SumAgg, TopRowsAgg, order_groups,
 )
 from .query import check_query
 from .sort import SortKeys, check_sort
@@ -121,6 +121,9 @@ class TantivyAggs:
             elif isinstance(g, GroupByDateHistogram):
                 if fk[1] != "int" or type(g.interval) is not int:
                     return None
+            if isinstance(g, (GroupByHistogram, GroupByDateHistogram)) and (
+                    g.field_range is not None or g.missing is not None or g.group_by_sort):
+                return None  # bounds, stand-ins and sorts of buckets: Python
             else:
                 return None
             node = _Node(g, key, *fk)
@@ -258,13 +261,13 @@ class TantivyAggs:
                 bucket = next((b for b in raw[f"{n.key}_{i}"]["buckets"] if b.get("key") == "x"), None)
                 if bucket is None:
                     raise Inexact
-                parts.append((bucket["doc_count"], self._children(n, bucket)))
+                parts.append((bucket["doc_count"], bucket))
             return parts
         body = raw[n.key]
         if isinstance(o, GroupByField):
             _exact_terms(body)
-        return {b["key"]: (b["doc_count"], self._children(n, b)) for b in body["buckets"]
-                if b["doc_count"] > 0}
+        # buckets stay raw: their children are read only for the groups kept
+        return {b["key"]: (b["doc_count"], b) for b in body["buckets"] if b["doc_count"] > 0}
 
     def _children(self, n: _Node, bucket: dict) -> dict:
         return {c.key: self._partial(c, bucket, None, None, None, None) for c in n.children}
@@ -289,7 +292,8 @@ class TantivyAggs:
             out = []
             for i, label in enumerate(labels):
                 cnt = sum(p[i][0] for p in partials)
-                out.append(self._group(n, label, cnt, [p[i][1] for p in partials]))
+                out.append(self._group(n, label, cnt, [p[i][1] for p in partials],
+                                       raw=isinstance(o, GroupByRange)))
             return out
         merged: dict = {}
         for p in partials:
@@ -298,9 +302,16 @@ class TantivyAggs:
                 m[0] += cnt
                 m[1].append(ch)
         if isinstance(o, GroupByField):
-            groups = [self._group(n, k, c, chs) for k, (c, chs) in merged.items() if c >= o.min_doc_count]
-            groups.sort(key=lambda x: x.key)
-            return order_groups(groups, o)[:o.size]
+            if any(isinstance(x, SubAggSort) for x in o.group_by_sort):
+                groups = [self._group(n, k, c, chs) for k, (c, chs) in merged.items()
+                          if c >= o.min_doc_count]
+                groups.sort(key=lambda x: x.key)
+                return order_groups(groups, o)[:o.size]
+            # ordered by counts and keys: only the groups kept are finished
+            light = [Group(k, c) for k, (c, _) in merged.items() if c >= o.min_doc_count]
+            light.sort(key=lambda x: x.key)
+            return [self._group(n, x.key, x.row_count, merged[x.key][1])
+                    for x in order_groups(light, o)[:o.size]]
         as_int = isinstance(o, GroupByDateHistogram) or (type(o.interval) is int and type(o.offset) is int)  # type: ignore[union-attr]
         out = []
         for k in sorted(merged):
@@ -309,8 +320,13 @@ class TantivyAggs:
                 out.append(self._group(n, int(k) if as_int else float(k), cnt, chs))
         return out
 
-    def _group(self, n: _Node, key: object, count: int, child_parts: list[dict]) -> Group:
+    def _group(self, n: _Node, key: object, count: int, child_parts: list[dict],
+               raw: bool = True) -> Group:
+        """The group of ``key``; ``child_parts``: the shards' raw buckets (``raw``) or their
+        children's partial results already read."""
         aggs, gbs = {}, {}
+        if raw:
+            child_parts = [self._children(n, b) for b in child_parts]
         for c in n.children:
             value = self._final(c, [cp[c.key] for cp in child_parts])
             if isinstance(c.obj, (GroupByField, GroupByRange, GroupByHistogram, GroupByDateHistogram)):
