@@ -490,3 +490,19 @@ def test_stats_advisor_and_key_visualizer_see_a_bigtable_table(db, t) -> None:
     sampled, shapes = advisor.sample_table(db, "t")
     assert len(sampled) == min(300, advisor.SAMPLE) and sampled[0][0].startswith(b"user#")
     assert shapes[0].columns == 1
+
+
+def test_mutate_rows_applies_entries_of_one_row_in_turn(t) -> None:
+    with pytest.warns(UserWarning, match="10 MB"):
+        statuses = t.mutate_rows([
+            (b"r", [SetCell("cf", b"a", 1000, b"1")]),
+            (b"r", [SetCell("cf", b"b", 1000, b"2"), SetCell("nope", b"x", 1000, b"")]),
+            (b"r", [DeleteFromColumn("cf", b"a"), SetCell("z", b"c", 1000, b"3")]),
+            (b"s", [SetCell("cf", b"a", 1000, b"x" * 100)]),
+            (b"r", [SetCell("cf", b"big", 1000, b"x" * (100 * 2**20))] * 3),
+        ])
+    assert statuses[0] is None and statuses[2] is None and statuses[3] is None
+    assert isinstance(statuses[1], ObjectNotExist)
+    assert isinstance(statuses[4], ParameterInvalid) and "268435456" in statuses[4].message
+    assert t.read_row(b"r").cells == (Cell("z", b"c", 1000, b"3"),)
+    assert t.read_row(b"s").cells == (Cell("cf", b"a", 1000, b"x" * 100),)

@@ -104,10 +104,13 @@ class FamilyTable(Table):
                     out[name] = (decode(blob), len(blob))
         return out
 
-    def write_columns(self, row_key: bytes, changed: dict[str, C.Columns]) -> int:
+    def write_columns(self, row_key: bytes, changed: dict[str, C.Columns], batch=None) -> int:
         """Write the new columns of each family in ``changed`` (empty: its record is
-        deleted) in ONE engine batch; returns the bytes now stored for them."""
-        batch = self._engine.batch()
+        deleted) in ONE engine batch (``batch``: put them in it, the caller writes it);
+        returns the bytes now stored for them."""
+        own = batch is None
+        if own:
+            batch = self._engine.batch()
         families, stores = self.families, self.stores
         total = 0
         for name, columns in changed.items():
@@ -118,7 +121,8 @@ class FamilyTable(Table):
             else:
                 batch.put(key, blob, stores[name].handle)
                 total += len(blob)
-        self._engine.write(batch)
+        if own:
+            self._engine.write(batch)
         return total
 
     def scan_family(self, name: str, lo: bytes, hi: bytes, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
