@@ -19,9 +19,10 @@ against it is given. Every table holds 10,000 rows of one 100-byte cell.
 4. The official Bigtable client's read_row / mutate_row through widetable, beside the
    official Tablestore SDK's get_row / put_row through the same server (one thread).
 
-Each figure is operations per second over ``--seconds``; "µs cpu" is the CPU a server
-process spent per operation (from /proc), which shows which side limits a ratio on a
-small shared machine: the client's Python runs on the same cores.
+Each figure is operations per second over ``--seconds``, with the CPU per operation of
+the server process (from /proc) and of this client process: they show which side
+limits a ratio on a small shared machine, where the client's Python runs on the same
+cores as the servers.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ def start_emulator(path: str) -> Peer:
 def timed(op, seconds: float, threads: int = 1, pid: int | None = None) -> dict:
     """``op(rng)`` on ``threads`` threads for ``seconds``: ops/s and server CPU µs per op."""
     before = tree_cpu_seconds(pid) if pid else None
+    here = time.process_time()
     stop = time.monotonic() + seconds
     counts = [0] * threads
     errors: list[BaseException] = []
@@ -143,7 +145,8 @@ def timed(op, seconds: float, threads: int = 1, pid: int | None = None) -> dict:
     elapsed, ops = time.monotonic() - start, max(sum(counts), 1)
     after = tree_cpu_seconds(pid) if pid else None
     cpu = (after - before) / ops * 1e6 if before is not None and after is not None else float("nan")
-    return {"ops": ops / elapsed, "cpu_us": cpu}
+    return {"ops": ops / elapsed, "cpu_us": cpu,
+            "client_cpu_us": (time.process_time() - here) / ops * 1e6}
 
 
 # -- the official data client ----------------------------------------------------------------
@@ -167,7 +170,7 @@ def load(host: str) -> None:
     t = client.get_table(INSTANCE, TABLE)
     for start in range(0, ROWS, 1000):
         t.bulk_mutate_rows([RowMutationEntry(b"user%06d" % i, [SetCell("cf", b"field0", VALUE, 1000)])
-                            for i in range(start, start + 1000)])
+                            for i in range(start, min(start + 1000, ROWS))])
     client.close()
 
 
@@ -192,7 +195,8 @@ def data_client_ops(host: str, seconds: float, pid: int | None) -> dict:
     def scan(r):
         n = len(t.read_rows(ReadRowsQuery()))
         assert n == ROWS, n
-    out["read_rows(10,000)"] = timed(scan, max(seconds, 3.0), pid=pid)
+    out[f"read_rows({ROWS:,})"] = timed(scan, max(seconds, 3.0) if ROWS >= 10_000 else seconds,
+                                        pid=pid)
     client.close()
     return out
 
@@ -232,7 +236,7 @@ def official_pair(host: str, endpoint: str, seconds: float, pid: int | None) -> 
         req = BatchWriteRowRequest()
         req.add(TableInBatchWriteRowItem("ots", [
             PutRowItem(Row([("k", "user%06d" % j)], [("field0", VALUE.decode())]), cond)
-            for j in range(i, i + 200)]))
+            for j in range(i, min(i + 200, ROWS))]))
         ots.batch_write_row(req)
     out["tablestore get_row"] = timed(lambda r: ots.get_row("ots", [("k", "user%06d" % r.randrange(ROWS))],
                                                              max_version=1), seconds, pid=pid)
@@ -302,9 +306,11 @@ def native_ops(endpoint: str, seconds: float, threads: int, pid: int | None) -> 
 
 # -- the run --------------------------------------------------------------------------------
 
-def run(seconds: float = 3.0, threads: int = 8) -> dict:
+def run(seconds: float = 3.0, threads: int = 8, rows: int = ROWS) -> dict:
+    global ROWS
+    ROWS = rows  # every table's rows (the scan reads them all)
     warnings.filterwarnings("ignore")
-    report: dict = {"emulator": None, "seconds": seconds, "threads": threads}
+    report: dict = {"emulator": None, "seconds": seconds, "threads": threads, "rows": rows}
     emulator_path = find_emulator()
     tmp = tempfile.TemporaryDirectory(prefix="bench-bt-")
     peers: list[Peer] = []
@@ -358,16 +364,20 @@ def print_report(report: dict) -> None:
         print(f"{group}:")
         for measure, fig in report[group]["widetable"].items():
             emu = report[group].get("emulator", {}).get(measure) if report[group].get("emulator") else None
-            line = f"  {measure:<24} widetable {fig['ops']:9.1f}/s ({fig['cpu_us']:7.0f} µs cpu)"
+            line = (f"  {measure:<22} widetable {fig['ops']:8.1f}/s (server {fig['cpu_us']:6.0f} µs,"
+                    f" client {fig['client_cpu_us']:6.0f} µs cpu)")
             if emu:
-                line += f"   emulator {emu['ops']:9.1f}/s ({emu['cpu_us']:7.0f} µs cpu)"
+                line += (f"   emulator {emu['ops']:8.1f}/s (server {emu['cpu_us']:6.0f} µs,"
+                         f" client {emu['client_cpu_us']:6.0f} µs)")
             print(line)
     print("native protocol (widetable.connect):")
     for measure, fig in report["native"].items():
-        print(f"  {measure:<24} {fig['ops']:9.1f}/s ({fig['cpu_us']:7.0f} µs cpu)")
+        print(f"  {measure:<22} {fig['ops']:8.1f}/s (server {fig['cpu_us']:6.0f} µs, client "
+              f"{fig['client_cpu_us']:6.0f} µs cpu)")
     print("official clients through widetable (one thread):")
     for measure, fig in report["official"].items():
-        print(f"  {measure:<24} {fig['ops']:9.1f}/s ({fig['cpu_us']:7.0f} µs cpu)")
+        print(f"  {measure:<22} {fig['ops']:8.1f}/s (server {fig['cpu_us']:6.0f} µs, client "
+              f"{fig['client_cpu_us']:6.0f} µs cpu)")
     print("\nratios:")
     for group, measure, ratio, target in ratios(report):
         if ratio is None:
@@ -382,9 +392,10 @@ def main(argv: list[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per figure")
     parser.add_argument("--threads", type=int, default=8, help="threads of the raw and native figures")
+    parser.add_argument("--rows", type=int, default=ROWS, help="rows of each table (min 200)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    report = run(args.seconds, args.threads)
+    report = run(args.seconds, args.threads, max(args.rows, 200))
     print_report(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))

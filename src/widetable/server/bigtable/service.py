@@ -32,6 +32,17 @@ def details(message: str) -> str:
     return message if len(message) <= MAX_DETAILS else message[:MAX_DETAILS - 3] + "..."
 
 
+# why some methods are not served, added to their UNIMPLEMENTED message
+WHY_NOT = {
+    "PrepareQuery": ": GoogleSQL over Bigtable tables is not served (widetable's SQL layer "
+                    "does not read Bigtable tables yet)",
+    "ExecuteQuery": ": GoogleSQL over Bigtable tables is not served (widetable's SQL layer "
+                    "does not read Bigtable tables yet)",
+    "ReadChangeStream": ": change streams of Bigtable tables are not served",
+    "GenerateInitialChangeStreamPartitions": ": change streams of Bigtable tables are not served",
+}
+
+
 def _identity(b: bytes) -> bytes:
     return b
 
@@ -179,6 +190,7 @@ class Registry:
 
     def _unimplemented(self, service: str, method: Method) -> grpc.RpcMethodHandler:
         message = f"{service.rpartition('.')[2]}.{method.name} is not implemented by widetable"
+        message += WHY_NOT.get(method.name, "")
         code = grpc.StatusCode.UNIMPLEMENTED
 
         async def refuse(data, context):
