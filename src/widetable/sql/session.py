@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from ..errors import ObjectNotExist, ParameterInvalid, WidetableError, describe
 from . import statements
 from .access import Access, bind, choose
-from .mapping import Mapping, MappingCatalog
 from .fastpath import PointPath, Shaper, defined_types
+from .mapping import Mapping, MappingCatalog
 from .planner import Param, QueryPlan, plan_query
 from .result import SQLResult, normalized_schema, sql_type
 from .scan import Budget, arrow_schema, batches, rows
