@@ -91,6 +91,12 @@ def test_every_write_is_seen_by_the_next_query(loaded) -> None:  # noqa: F811
         assert got == [_norm(r) for r in db.sql(GROUP, columnar=False).rows]
     plan = db.sql("EXPLAIN " + GROUP).rows
     assert plan[0][1].startswith("full scan of the columnar replica")
+    # its state: in the store's background loops (describe_table, /health) and the registry
+    states = [s for s in db.background_state() if "columnar replica" in s.name]
+    assert [s.name for s in states] == ["SQL columnar replica of table 'consumption'"]
+    assert states[0].ok and states[0].errors == 0
+    consumer = db._ctx.changelog.get("sql-replica:consumption")
+    assert db._ctx.changelog.lag_ms(consumer) is not None
 
 
 def test_a_value_of_another_type_falls_back_to_the_rows(loaded) -> None:  # noqa: F811
@@ -192,7 +198,7 @@ def test_sigkill_leaves_the_replica_exact(tmp_path) -> None:
     reopen the replica's answers equal the rows' and hold every acknowledged write."""
     path = str(tmp_path / "s")
     db = widetable.open(path, purge_interval=None, maintenance_interval=None)
-    t = db.create_table("t", [("k", "INTEGER")])
+    db.create_table("t", [("k", "INTEGER")])
     db.batch_write_row([("t", "put", (i,), {"v": 1}) for i in range(100)])
     db.sql("CREATE TABLE t (k BIGINT, v BIGINT, PRIMARY KEY(k))")
     ready(db, "t")

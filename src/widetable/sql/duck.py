@@ -79,7 +79,7 @@ def _interrupt(cursor) -> None:
 class _Alarm:
     """One statement's deadline in the :class:`_Watchdog`; ``cancel()`` disarms it."""
 
-    __slots__ = ("cursor", "cancelled")
+    __slots__ = ("cancelled", "cursor")
 
     def __init__(self, cursor) -> None:
         self.cursor = cursor

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from ..errors import ObjectNotExist, ParameterInvalid, WidetableError, describe
 from . import statements
 from .access import Access, bind, choose
-from .mapping import Mapping, MappingCatalog
 from .fastpath import PointPath, Shaper, defined_types
+from .mapping import Mapping, MappingCatalog
 from .planner import Param, QueryPlan, plan_query
 from .result import SQLResult, normalized_schema, sql_type
 from .scan import Budget, arrow_schema, batches, rows
@@ -262,6 +262,12 @@ class SQLSession:
     def wait_for_replicas(self, timeout: float = 60.0) -> bool:
         """Wait until no columnar replica is building; whether none is."""
         return self._replicas is None or self._replicas.wait(timeout)
+
+    def replica_health(self) -> list:
+        """Each columnar replica's ``health.LoopState`` (its builds and log passes)."""
+        if self._replicas is None:
+            return []
+        return [r.health.state() for r in list(self._replicas.by_table.values())]
 
     def replica_state(self) -> dict:
         """Each replicated table -> its replica's state (ready, rows, positions, lag, health)."""
