@@ -1,4 +1,4 @@
-"""Search-index benchmark (issue 22's section 7): ``python -m bench.search [--rows N]``.
+"""Search-index benchmark (issue 22's section 7): ``python -m bench.search [--rows N] [--peers ...]``.
 
 Data: rows like the student-card table (card, seller, device, time, amount), a
 text column of about 20 words (English and Chinese) and a geo point. Reports, in
@@ -7,15 +7,21 @@ one run:
 * full sync: rows indexed per second, and the ratio to raw tantivy indexing the
   same documents (a tantivy index fed straight from Python, one writer);
 * p50 latency of a term, a range with a sort, a bool of 3 clauses, a match and a
-  geo distance query (limit 10, 2 columns), and the ratio to raw tantivy (the same
-  query on the raw index, plus one row read per hit);
+  geo distance query (limit 10, 2 columns), and a terms group-by with a sum, with
+  the ratio to raw tantivy answering the same query in the same order (the primary
+  key: raw tantivy orders by an integer fast field holding each row's rank, the
+  best it can do) plus one row read per hit; raw tantivy's own default, the 10 best
+  scores in any order, is shown beside it for reference;
+* the same queries on the peers (``bench/search_peers.py``): SQLite with FTS5 and
+  B-tree indexes, PostgreSQL with tsvector + GIN and B-tree indexes, on the same
+  rows (their answers are checked against widetable's);
 * write-to-searchable p99 at a moderate write rate;
 * put_row throughput with one search index / without;
 * routing: a query routed to one shard / the same query on all 8;
 * the RSS of this process with the index open.
 
-SQLite and PostgreSQL peers are not measured yet. 1,000,000 rows is the issue's
-size (``--rows 1000000``); the default is smaller so a run takes a few minutes.
+1,000,000 rows is the issue's size (``--rows 1000000``); the default is smaller so a
+run takes a few minutes.
 """
 
 from __future__ import annotations
@@ -32,8 +38,11 @@ import tantivy
 
 import widetable
 from widetable.search import (
-    DESC, BoolQuery, FieldSort, GeoDistanceQuery, MatchQuery, RangeQuery, TermQuery,
+    DESC, BoolQuery, FieldSort, GeoDistanceQuery, GroupByField, MatchAllQuery, MatchQuery, RangeQuery,
+    SumAgg, TermQuery, geo,
 )
+
+from . import search_peers
 
 WORDS = ("hello world student card seller market price cheap fast good school canteen "
          "杭州 西湖 学生 食堂 充值 消费 北京 上海").split()
@@ -54,10 +63,12 @@ def rows(n: int, seed: int = 7):
 
 
 def raw_index(path: str, n: int) -> tuple[tantivy.Index, float]:
-    """Raw tantivy over the same documents (default tokenizer; geo as two fast floats)."""
+    """Raw tantivy over the same documents (default tokenizer; geo as two fast floats; the
+    row's rank in key order as an integer fast field, ``seq``)."""
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("id", stored=True, tokenizer_name="raw")
-    sb.add_text_field("seller", tokenizer_name="raw")
+    sb.add_integer_field("seq", fast=True)
+    sb.add_text_field("seller", tokenizer_name="raw", fast=True)
     sb.add_text_field("device", tokenizer_name="raw")
     sb.add_integer_field("ts", indexed=True, fast=True)
     sb.add_integer_field("amount", indexed=True, fast=True)
@@ -69,9 +80,10 @@ def raw_index(path: str, n: int) -> tuple[tantivy.Index, float]:
     ix = tantivy.Index(schema, path=path)
     w = ix.writer(heap_size=50_000_000, num_threads=1)
     start = time.perf_counter()
-    for pk, c in rows(n):
+    for i, (pk, c) in enumerate(rows(n)):
         d = tantivy.Document()
         d.add_text("id", pk[0])
+        d.add_integer("seq", i)
         d.add_text("seller", c["seller"])
         d.add_text("device", c["device"])
         d.add_integer("ts", c["ts"])
@@ -88,6 +100,7 @@ def raw_index(path: str, n: int) -> tuple[tantivy.Index, float]:
 
 
 def p50(fn, reps: int = 30) -> float:
+    """The median of ``reps`` timed calls (after one warm-up), ms."""
     fn()
     times = []
     for _ in range(reps):
@@ -108,6 +121,9 @@ def rss_mb() -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__)
     ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--peers", default="sqlite,postgres",
+                    help="comma-separated peers to measure: sqlite, postgres (empty: none)")
+    ap.add_argument("--reps", type=int, default=30, help="repetitions per p50")
     args = ap.parse_args(argv)
     n = args.rows
     root = tempfile.mkdtemp(prefix="wt-bench-search-")
@@ -127,35 +143,53 @@ def main(argv: list[str] | None = None) -> int:
         assert db.wait_for_search_indexes("card", "ix", timeout=3600)
         sync_s = time.perf_counter() - start
         raw, raw_s = raw_index(os.path.join(root, "raw"), n)
-        print(f"rows {n}")
+        print(f"rows {n}, search index shards 2")
         print(f"full sync       {n / sync_s:10.0f} rows/s   raw tantivy {n / raw_s:10.0f} rows/s"
               f"   ratio {raw_s / sync_s:.2f} (target >= 0.5)")
 
+        peers = search_peers.open_peers(root, rows, n, [p for p in args.peers.split(",") if p])
+        for p in peers:
+            print(f"peer {p.name}: loaded")
         se = raw.searcher()
         schema = raw.schema
         cols = ["seller", "amount"]
+        clat, clon = 30.5, 120.5
 
-        def raw_run(q, order=None):
-            hits = (se.search(q, 10, order_by_field=order, order=tantivy.Order.Desc) if order
-                    else se.search(q, 10)).hits
-            for _, addr in hits:
-                t.get_row((se.doc(addr)["id"][0],), columns=cols)
+        def raw_run(q, order="seq", desc=False, exact=None):
+            """The first 10 hits in ``order`` (None: by score), one row read each; ``exact``
+            filters hits by their (lat, lon), asking for more until 10 pass."""
+            k = 10 if exact is None else 32
+            while True:
+                o = tantivy.Order.Desc if desc else tantivy.Order.Asc
+                hits = (se.search(q, k, count=False, order_by_field=order, order=o) if order
+                        else se.search(q, k, count=False)).hits
+                addrs = [a for _, a in hits]
+                if exact is not None:
+                    lats = se.fast_field_values("lat", addrs)
+                    lons = se.fast_field_values("lon", addrs)
+                    ok = [a for a, la, lo in zip(addrs, lats, lons) if exact(la, lo)]
+                    if len(ok) < 10 and len(hits) == k:
+                        k *= 4
+                        continue
+                    addrs = ok[:10]
+                return [t.get_row((se.doc(a)["id"][0],), columns=cols) for a in addrs]
 
+        in_circle = (lambda la, lo: geo.haversine(clat, clon, la, lo) <= 1000)
+        I, F = tantivy.FieldType.Integer, tantivy.FieldType.Float
         raw_q = {
-            "term": (tantivy.Query.term_query(schema, "seller", "S042"), None),
-            "range+sort": (tantivy.Query.range_query(schema, "amount", tantivy.FieldType.Integer,
-                                                     100, 200), "amount"),
+            "term": (tantivy.Query.term_query(schema, "seller", "S042"), "seq", False, None),
+            "range+sort": (tantivy.Query.range_query(schema, "amount", I, 100, 200), "amount", True, None),
             "bool of 3": (tantivy.Query.boolean_query([
                 (tantivy.Occur.Must, tantivy.Query.term_query(schema, "seller", "S042")),
-                (tantivy.Occur.Must, tantivy.Query.range_query(schema, "amount", tantivy.FieldType.Integer,
-                                                               1, 5000)),
-                (tantivy.Occur.MustNot, tantivy.Query.term_query(schema, "device", "D0001"))]), None),
-            "match": (raw.parse_query("canteen", ["note"]), None),
+                (tantivy.Occur.Must, tantivy.Query.range_query(schema, "amount", I, 1, 5000)),
+                (tantivy.Occur.MustNot, tantivy.Query.term_query(schema, "device", "D0001"))]),
+                "seq", False, None),
+            "match": (raw.parse_query("canteen", ["note"]), "seq", False, None),
             "geo distance": (tantivy.Query.boolean_query([
-                (tantivy.Occur.Must, tantivy.Query.range_query(schema, "lat", tantivy.FieldType.Float,
-                                                               30.49, 30.51)),
-                (tantivy.Occur.Must, tantivy.Query.range_query(schema, "lon", tantivy.FieldType.Float,
-                                                               120.49, 120.51))]), None),
+                (tantivy.Occur.Must, tantivy.Query.range_query(schema, "lat", F, *search_peers.box(
+                    clat, clon, 1000)[:2])),
+                (tantivy.Occur.Must, tantivy.Query.range_query(schema, "lon", F, *search_peers.box(
+                    clat, clon, 1000)[2:]))]), "seq", False, in_circle),
         }
         ours = {
             "term": (TermQuery("seller", "S042"), None),
@@ -164,13 +198,42 @@ def main(argv: list[str] | None = None) -> int:
                                                   RangeQuery("amount", 1, 5000, True, True)],
                                     must_not_queries=[TermQuery("device", "D0001")]), None),
             "match": (MatchQuery("note", "canteen"), None),
-            "geo distance": (GeoDistanceQuery("loc", "30.5,120.5", 1000), None),
+            "geo distance": (GeoDistanceQuery("loc", f"{clat},{clon}", 1000), None),
         }
+        peer_q = [(p, p.queries()) for p in peers]
+        head = "".join(f" {p.name:>11s}" for p in peers)
+        print(f"{'p50 ms':16s} {'widetable':>9s} {'raw':>8s} {'ratio':>6s} {'raw score':>10s}{head}")
         for name, (q, sort) in ours.items():
-            mine = p50(lambda: db.search("card", "ix", q, sort=sort, limit=10, columns=cols))
-            rq, order = raw_q[name]
-            base = p50(lambda: raw_run(rq, order))
-            print(f"p50 {name:13s} {mine:8.2f} ms   raw {base:8.2f} ms   ratio {mine / base:6.2f} (target <= 2)")
+            res = db.search("card", "ix", q, sort=sort, limit=10, columns=cols)
+            want = [(r.primary_key[0], r.columns.get("seller"), r.columns.get("amount")) for r in res.rows]
+            mine = p50(lambda: db.search("card", "ix", q, sort=sort, limit=10, columns=cols), args.reps)
+            rq, order, desc, exact = raw_q[name]
+            base = p50(lambda: raw_run(rq, order, desc, exact), args.reps)
+            scored = p50(lambda: raw_run(rq, None, False, exact), args.reps) if order == "seq" else None
+            line = (f"{name:16s} {mine:9.2f} {base:8.2f} {mine / base:6.2f} "
+                    f"{'' if scored is None else f'{scored:10.2f}':>10s}")
+            for p, pq in peer_q:
+                got = [tuple(r) for r in pq[name]()]
+                if got != want:
+                    print(f"  ! {p.name} answers {name} differently: {got[:3]} ... vs {want[:3]} ...")
+                line += f" {p50(pq[name], args.reps):11.2f}"
+            print(line)
+        gb = [GroupByField("g", "seller", size=10, sub_aggs=(SumAgg("s", "amount"),))]
+        res = db.search("card", "ix", MatchAllQuery(), limit=0, group_bys=gb)
+        want = [(g.key, g.row_count, g.aggs["s"]) for g in res.group_bys["g"]]
+        mine = p50(lambda: db.search("card", "ix", MatchAllQuery(), limit=0, group_bys=gb), args.reps)
+        spec = {"g": {"terms": {"field": "seller", "size": 10}, "aggs": {"s": {"sum": {"field": "amount"}}}}}
+        base = p50(lambda: se.aggregate(tantivy.Query.all_query(), spec), args.reps)
+        line = f"{'group by+sum':16s} {mine:9.2f} {base:8.2f} {mine / base:6.2f} {'':>10s}"
+        for p, pq in peer_q:
+            got = [tuple(r) for r in pq["group by+sum"]()]
+            if got != want:
+                print(f"  ! {p.name} answers the group-by differently: {got[:3]} ... vs {want[:3]} ...")
+            line += f" {p50(pq['group by+sum'], args.reps):11.2f}"
+        print(line)
+        print("(ratio: widetable / raw tantivy in the same order, plus a row read per hit; target <= 2)")
+        for p in peers:
+            p.close()
 
         lags = []
         for i in range(200):

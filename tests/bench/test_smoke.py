@@ -172,3 +172,20 @@ def test_index_ratio_ranges_hold_their_median() -> None:
         low, high = outward_range(values)
         assert low <= min(values) <= statistics.median(values) <= max(values) <= high
         assert high - low < max(values) - min(values) + 0.002
+
+
+def test_bigtable_grpc_smoke(capsys) -> None:
+    """bench.bigtable_grpc end to end on small tables: every figure, and the ratios (against
+    cbtemulator when the machine has it)."""
+    from bench import bigtable_grpc
+
+    report = bigtable_grpc.run(seconds=0.3, threads=2, rows=300)
+    assert set(report["data_client"]["widetable"]) == {
+        "read_row", "mutate_row", "bulk_mutate_rows(100)", "read_rows(300)"}
+    assert all(f["ops"] > 0 for f in report["data_client"]["widetable"].values())
+    assert set(report["native"]) == set(report["raw_grpc"]["widetable"])
+    assert len(report["official"]) == 4
+    bigtable_grpc.print_report(report)
+    out = capsys.readouterr().out
+    assert "gRPC/native" in out
+    assert ("cbtemulator NOT FOUND" in out) == (bigtable_grpc.find_emulator() is None)

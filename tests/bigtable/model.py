@@ -118,9 +118,7 @@ def model_draws(f: Any, rng: random.Random) -> list[bool]:
 def _in_range(x: bytes, start, end, start_incl: bool, end_incl: bool) -> bool:
     if start is not None and (x < start or (x == start and not start_incl)):
         return False
-    if end is not None and (x > end or (x == end and not end_incl)):
-        return False
-    return True
+    return not (end is not None and (x > end or (x == end and not end_incl)))
 
 
 def _keep(f: Any, key: bytes, c: Cell) -> bool | None:

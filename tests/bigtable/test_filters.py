@@ -122,7 +122,7 @@ def test_row_limit_and_offset():
 def test_regexes_are_full_match_on_raw_bytes():
     row = [C("a", b"ab", 1000), C("a", b"abc", 1000), C("a", b"a\nb", 1000),
            C("a", b"\xff\x00", 1000), C("a", b"\xc3\x28", 1000)]
-    q = lambda p: [c.qualifier for c in apply_filter(QualifierRegex(p), b"r", row)]  # noqa: E731
+    q = lambda p: [c.qualifier for c in apply_filter(QualifierRegex(p), b"r", row)]
     assert q(b"ab") == [b"ab"]                     # anchored at both ends
     assert q(b"a.b") == []                         # . does not match the newline
     assert q(b"a\\Cb") == [b"a\nb"]                # \C is any byte, newline included
@@ -153,7 +153,7 @@ def test_family_regex():
 
 def test_column_range():
     row = [C("a", b"", 0), C("a", b"b", 0), C("a", b"c", 0), C("a", b"d", 0), C("b", b"c", 0)]
-    q = lambda f: [(c.family, c.qualifier) for c in apply_filter(f, b"k", row)]  # noqa: E731
+    q = lambda f: [(c.family, c.qualifier) for c in apply_filter(f, b"k", row)]
     assert q(ColumnRange("a")) == [("a", b""), ("a", b"b"), ("a", b"c"), ("a", b"d")]
     assert q(ColumnRange("a", b"b", b"d")) == [("a", b"b"), ("a", b"c")]
     assert q(ColumnRange("a", b"b", b"d", False, True)) == [("a", b"c"), ("a", b"d")]
@@ -164,7 +164,7 @@ def test_column_range():
 def test_value_range_and_bitmask():
     row = [C("a", b"1", 0, b""), C("a", b"2", 0, b"a"), C("a", b"3", 0, b"b\x00"),
            C("a", b"4", 0, b"\xff\x0f")]
-    q = lambda f: [c.qualifier for c in apply_filter(f, b"k", row)]  # noqa: E731
+    q = lambda f: [c.qualifier for c in apply_filter(f, b"k", row)]
     assert q(ValueRange()) == [b"1", b"2", b"3", b"4"]
     assert q(ValueRange(b"a", b"b\x00")) == [b"2"]
     assert q(ValueRange(b"a", b"b\x00", False, True)) == [b"3"]
@@ -175,7 +175,7 @@ def test_value_range_and_bitmask():
 
 def test_timestamp_range_is_half_open_and_end_zero_is_unbounded():
     row = [C("a", b"q", 5000), C("a", b"q", 4000), C("a", b"q", 3000)]
-    ts = lambda f: [c.timestamp for c in apply_filter(f, b"k", row)]  # noqa: E731
+    ts = lambda f: [c.timestamp for c in apply_filter(f, b"k", row)]
     assert ts(TimestampRange(3000, 5000)) == [4000, 3000]
     assert ts(TimestampRange(4000)) == [5000, 4000]
     assert ts(TimestampRange(4000, 0)) == [5000, 4000]
@@ -215,7 +215,8 @@ def test_labels_one_per_cell():
     check_filter(Chain((Condition(ApplyLabel("pred"), PassAll()), ApplyLabel("out"))))
     for bad in (Chain((ApplyLabel("a"), ApplyLabel("b"))),
                 Chain((Interleave((ApplyLabel("a"), PassAll())), ApplyLabel("b"))),
-                Chain((Condition(PassAll(), ApplyLabel("a")), Chain((PassAll(), ApplyLabel("b")))))):
+                Chain((Condition(PassAll(), ApplyLabel("a")),
+                       Chain((PassAll(), ApplyLabel("b")))))):
         with pytest.raises(ParameterInvalid, match="one sub-filter with ApplyLabel"):
             check_filter(bad)
     row = [C("a", b"q", 1000)]
@@ -251,7 +252,8 @@ def test_row_sample_draws_once_per_row_per_node():
     (RowSample(0.0), "0.0"), (RowSample(1.0), "1.0"), (RowSample(1.5), "1.5"),
     (CellsPerRowLimit(-1), "-1"), (CellsPerRowOffset(-2), "-2"), (CellsPerColumnLimit(-3), "-3"),
     (CellsPerRowLimit(2.0), "2.0"),
-    (ApplyLabel("Upper"), "Upper"), (ApplyLabel("x" * 16), "xxxxxxxxxxxxxxxx"), (ApplyLabel(""), "''"),
+    (ApplyLabel("Upper"), "Upper"), (ApplyLabel("x" * 16), "xxxxxxxxxxxxxxxx"),
+    (ApplyLabel(""), "''"),
     (QualifierRegex(b"a("), "a("), (ValueRegex(b"[z-a]"), "z-a"), (RowKeyRegex("text"), "text"),
     (FamilyNameRegex(b"bytes"), "bytes"),
     (ColumnRange(""), "''"), (ColumnRange("a", "s"), "'s'"),

@@ -151,3 +151,26 @@ def test_a_filtered_read_of_many_rows(case):
         if out:
             got.append((key, out))
     assert got == model_read(f, rows, random.Random(seed))
+
+
+_BAD_LEAVES = [
+    st.builds(F.CellsPerRowLimit, st.integers(-2, -1)),
+    st.builds(F.CellsPerColumnLimit, st.integers(-2, -1)),
+    st.builds(F.CellsPerRowOffset, st.integers(-2, -1)),
+    st.builds(F.ApplyLabel, st.sampled_from(["", "UP", "a_b", "x" * 16, "é"])),
+    st.builds(F.RowSample, st.sampled_from([0.0, 1.0, -0.5, 2.0])),
+    st.builds(F.QualifierRegex, st.sampled_from([b"(", b"[z-a]", b"a{2,1}", b"\\"])),
+    st.builds(F.FamilyNameRegex, st.sampled_from(["a:b", "(", ":"])),
+    st.builds(F.TimestampRange, st.sampled_from([1500, -1000, 0]),
+              st.sampled_from([None, 2500, -1000])),
+    st.just(F.ValueBitmask(b"")),
+    st.just(F.ColumnRange("")),
+    st.builds(lambda f: F.Chain((f,)), st.sampled_from([F.PassAll(), F.StripValue()])),
+    st.just(F.Interleave(())),
+]
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.recursive(st.one_of(*_LEAVES, _SAMPLE, *_BAD_LEAVES), _composites, max_leaves=8))
+def test_check_filter_accepts_exactly_what_the_model_accepts(f):
+    assert _accepts(f) == model_valid(f), f

@@ -1,6 +1,7 @@
 """The differential filter test through the embedded store: hypothesis rows are written to
-a real RocksDB store (and the memory engine) with ``mutate_row``, read back with ``read_rows`` / ``read_row`` /
-``check_and_mutate_row`` and a generated filter, and must equal the plain model's answer.
+a real RocksDB store (and the memory engine) with ``mutate_row``, read back with
+``read_rows`` / ``read_row`` / ``check_and_mutate_row`` and a generated filter, and must
+equal the plain model's answer.
 
 Another read path joins by adding a param to the ``bt`` fixture that yields an object with
 the embedded instance's calls (``create_table``, ``table(name)``, ``delete_table``), e.g.

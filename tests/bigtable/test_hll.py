@@ -90,7 +90,8 @@ def test_merge_across_modes_is_the_union():
                    (big, big[3000:] + small)):
         a, b = _state(xs), _state(ys)
         assert hll_merge(a, b) == hll_merge(b, a) == _state(xs + ys)
-    assert _state(mid)[3] == hll.SPARSE and hll_merge(_state(mid), _state(big[:3000]))[3] == hll.DENSE
+    assert _state(mid)[3] == hll.SPARSE
+    assert hll_merge(_state(mid), _state(big[:3000]))[3] == hll.DENSE
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -204,25 +205,129 @@ def store(tmp_path_factory):
     db.close()
 
 
-@pytest.fixture(scope="module", params=["embedded", "wire"])
-def searcher(request, store):
-    """Who runs the searches: the store itself, or widetable.connect through a server on
-    the same store (Tablestore's protocol: queries, sorts, tokens, aggregations and
-    group-bys encoded and decoded both ways)."""
-    if request.param == "embedded":
-        yield store
-        return
+class SdkSearcher:
+    """The same searches made with the official tablestore SDK, its answers read back into the
+    shape the test compares (rows' keys, token, total, aggregation values, groups)."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    def _q(self, q):
+        import tablestore as ts
+        if isinstance(q, MatchAllQuery):
+            return ts.MatchAllQuery()
+        if isinstance(q, BoolQuery):
+            return ts.BoolQuery(must_queries=[self._q(x) for x in q.must_queries],
+                                must_not_queries=[self._q(x) for x in q.must_not_queries],
+                                filter_queries=[self._q(x) for x in q.filter_queries],
+                                should_queries=[self._q(x) for x in q.should_queries],
+                                minimum_should_match=q.minimum_should_match)
+        if isinstance(q, TermQuery):
+            return ts.TermQuery(q.field_name, q.column_value)
+        if isinstance(q, TermsQuery):
+            return ts.TermsQuery(q.field_name, list(q.column_values))
+        if isinstance(q, RangeQuery):
+            return ts.RangeQuery(q.field_name, q.range_from, q.range_to, q.include_lower, q.include_upper)
+        if isinstance(q, PrefixQuery):
+            return ts.PrefixQuery(q.field_name, q.prefix)
+        if isinstance(q, WildcardQuery):
+            return ts.WildcardQuery(q.field_name, q.value)
+        if isinstance(q, ExistsQuery):
+            return ts.ExistsQuery(q.field_name)
+        if isinstance(q, MatchQuery):
+            op = ts.QueryOperator.AND if q.operator == "AND" else ts.QueryOperator.OR
+            return ts.MatchQuery(q.field_name, q.text, operator=op)
+        if isinstance(q, MatchPhraseQuery):
+            return ts.MatchPhraseQuery(q.field_name, q.text)
+        if isinstance(q, GeoDistanceQuery):
+            return ts.GeoDistanceQuery(q.field_name, q.center_point, q.distance)
+        raise AssertionError(q)
+
+    def _sort(self, sort):
+        import tablestore as ts
+        order = {"ASC": ts.SortOrder.ASC, "DESC": ts.SortOrder.DESC}
+        mode = {"min": ts.SortMode.MIN, "max": ts.SortMode.MAX, "avg": ts.SortMode.AVG}
+        out = []
+        for x in sort:
+            if isinstance(x, PrimaryKeySort):
+                out.append(ts.PrimaryKeySort(order[x.sort_order]))
+            else:
+                out.append(ts.FieldSort(x.field_name, order[x.sort_order], mode.get(x.sort_mode)))
+        return ts.Sort(out)
+
+    def search(self, table, index, q, sort=None, limit=10, next_token=None, get_total_count=False,
+               aggs=None, group_bys=None):
+        import tablestore as ts
+        from tablestore import aggregation as ta
+        from tablestore import group_by as tg
+        sdk_aggs = None
+        if aggs:
+            kinds = {SumAgg: ta.Sum, MinAgg: ta.Min, MaxAgg: ta.Max, AvgAgg: ta.Avg, CountAgg: ta.Count,
+                     DistinctCountAgg: ta.DistinctCount}
+            sdk_aggs = [kinds[type(a)](a.field_name, name=a.name) for a in aggs]
+        sdk_gbs = None
+        if group_bys:
+            sdk_gbs = []
+            for g in group_bys:
+                if isinstance(g, GroupByField):
+                    sdk_gbs.append(tg.GroupByField(g.field_name, size=g.size, name=g.name))
+                else:
+                    sdk_gbs.append(tg.GroupByRange(g.field_name, [
+                        (float("-inf") if lo is None else lo, float("inf") if hi is None else hi)
+                        for lo, hi in g.ranges], name=g.name))
+        resp = self.client.search(table, index, ts.SearchQuery(
+            self._q(q), sort=self._sort(sort) if sort else None, limit=limit, next_token=next_token,
+            get_total_count=get_total_count, aggs=sdk_aggs, group_bys=sdk_gbs),
+            ts.ColumnsToGet(return_type=ts.ColumnReturnType.NONE))
+        out = SimpleNamespace(rows=[SimpleNamespace(primary_key=tuple(v for _, v in r[0]))
+                                    for r in resp.rows],
+                              next_token=resp.next_token or None, total_count=resp.total_count)
+        out.aggs = {}
+        for a in resp.agg_results or []:
+            v = a.value
+            if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+                v = None  # Tablestore's "no value"
+            out.aggs[a.name] = v
+        out.group_bys = {}
+        for g in resp.group_by_results or []:
+            if g.items and hasattr(g.items[0], "range_from"):
+                out.group_bys[g.name] = [SimpleNamespace(key=(i.range_from, i.range_to), row_count=i.row_count)
+                                         for i in g.items]
+            else:
+                out.group_bys[g.name] = [SimpleNamespace(key=i.key, row_count=i.row_count) for i in g.items]
+        return out
+
+
+@pytest.fixture(scope="module")
+def served(store):
+    """A server on the store for the module (draining it closes the store: once, at the end)."""
     import threading
 
     from tests.server import serving
     from widetable.server import KeyStore, WidetableServer
     server = WidetableServer(store, KeyStore({serving.ACCESS_KEY_ID: serving.ACCESS_KEY_SECRET}), port=0)
     threading.Thread(target=server.serve_forever, name="diff-serve", daemon=True).start()
+    yield server
+    server.drain(5)
+
+
+@pytest.fixture(scope="module", params=["embedded", "wire", "sdk"])
+def searcher(request, store):
+    """Who runs the searches: the store itself, widetable.connect through a server on the
+    same store (Tablestore's protocol: queries, sorts, tokens, aggregations and group-bys
+    encoded and decoded both ways), or the official tablestore SDK through that server."""
+    if request.param == "embedded":
+        yield store
+        return
+    from tests.server import serving
+    server = request.getfixturevalue("served")
+    if request.param == "sdk":
+        yield SdkSearcher(serving.official_client(f"http://127.0.0.1:{server.port}", "v4", "diff-sdk"))
+        return
     remote = widetable.connect(f"http://127.0.0.1:{server.port}", access_key_id=serving.ACCESS_KEY_ID,
                                access_key_secret=serving.ACCESS_KEY_SECRET, protocol="tablestore")
     yield remote
     remote.close()
-    server.drain(5)
 
 
 counter = iter(range(10**6))

@@ -141,3 +141,42 @@ def test_timeout(events) -> None:
     assert info.value.code == "OTSTimeout"
     assert "time limit of 0.2 s" in info.value.message
     assert events.sql("SELECT COUNT(*) FROM events").rows == [(4000,)]
+
+
+def test_duckdb_pushes_filters_into_the_arrow_scan_and_they_hold_exactly(events) -> None:
+    """DuckDB hands the filters it pushes into a Python source to Arrow's scanner, which
+    applies them to every batch; DuckDB does not check them again. EXPLAIN lists them and
+    what DuckDB still runs, and each answer equals one computed from the rows in Python."""
+    t = events.table("events")
+    t.put_row(("u99", 0), {"kind": "z\u00e9"})  # NULL size, a non-ASCII kind
+    t.update_row(("u98", 1), put={"kind": "view"}, delete_column=["size"])
+    events.sql("ALTER TABLE events ADD COLUMN note MEDIUMTEXT")
+    t.put_row(("u97", 5), {"kind": "click", "size": 7, "note": "n"})
+    rows = [(r.primary_key, r.columns) for r in t.scan()]
+    cases = [
+        ("size > 50 AND kind = 'view'", lambda c: (c.get("size") or -1) > 50
+         and c.get("kind") == "view"),
+        ("size >= 10 AND size < 12", lambda c: c.get("size") is not None
+         and 10 <= c["size"] < 12),
+        ("kind IN ('view', 'z\u00e9')", lambda c: c.get("kind") in ("view", "z\u00e9")),
+        ("kind > 'v'", lambda c: c.get("kind") is not None and c["kind"] > "v"),
+        ("size IS NULL", lambda c: c.get("size") is None),
+        ("note = 'n' AND size = 7", lambda c: c.get("note") == "n" and c.get("size") == 7),
+        ("size <> 3", lambda c: c.get("size") is not None and c["size"] != 3),
+    ]
+    pushed_any = False
+    for where, keep in cases:
+        sql = f"SELECT COUNT(*), SUM(seq) FROM events WHERE {where}"
+        want = [r for r in rows if keep(r[1])]
+        expect = (len(want), sum(pk[1] for pk, _ in want) if want else None)
+        assert events.sql(sql, columnar=False, max_scan_rows=None).rows == [expect], where
+        plan = events.sql("EXPLAIN " + sql, columnar=False).rows
+        pushed_any |= "DuckDB pushed into the scan: filters" in plan[0][2]
+        assert plan[-1][0] == "(duckdb plan)" and "still done by DuckDB" == plan[-1][1]
+    assert pushed_any
+    plan = events.sql("EXPLAIN SELECT COUNT(*) FROM events WHERE size > 50 AND kind = 'view' "
+                      "AND size % 7 = 1", columnar=False).rows
+    assert "DuckDB pushed into the scan: filters" in plan[0][2]
+    assert "size>50" in plan[0][2] and "kind='view'" in plan[0][2]
+    assert "applied by Arrow's scanner on each batch, exactly" in plan[0][2]
+    assert "FILTER" in plan[-1][2] and "% 7" in plan[-1][2]  # what DuckDB still does

@@ -11,9 +11,8 @@ import pytest
 from tablestore import OTSClient, OTSServiceError
 
 import widetable
-from widetable.server import WidetableServer, load_keys
-
 from tests.server import serving
+from widetable.server import WidetableServer, load_keys
 
 READER_ID, READER_SECRET = "sql-reader", "sql-reader-secret"
 MAPPING = "CREATE TABLE t (k VARCHAR(8), n BIGINT, v BIGINT, PRIMARY KEY(k, n))"

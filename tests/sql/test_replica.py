@@ -192,7 +192,7 @@ def test_sigkill_leaves_the_replica_exact(tmp_path) -> None:
     reopen the replica's answers equal the rows' and hold every acknowledged write."""
     path = str(tmp_path / "s")
     db = widetable.open(path, purge_interval=None, maintenance_interval=None)
-    t = db.create_table("t", [("k", "INTEGER")])
+    db.create_table("t", [("k", "INTEGER")])
     db.batch_write_row([("t", "put", (i,), {"v": 1}) for i in range(100)])
     db.sql("CREATE TABLE t (k BIGINT, v BIGINT, PRIMARY KEY(k))")
     ready(db, "t")

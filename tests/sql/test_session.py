@@ -111,3 +111,53 @@ def test_copy_to_parquet(small, tmp_path) -> None:
                   f"ORDER BY CardID) TO '{out}'")
     assert r.rows == [(4,)]
     assert pq.read_table(out).to_pylist()[0] == {"CardID": "c1", "total": 20.75}
+
+
+def test_a_cached_point_select_skips_the_planner_and_duckdb(small, monkeypatch) -> None:
+    """A plan-cache hit of a point SELECT binds the key and reads one stored row: no
+    sqlglot, no planning, no access-path choice, no DuckDB."""
+    from widetable.sql import access, duck, session
+    sql = ("SELECT OrderNumber, Amount, Canteen FROM consumption WHERE CardID = ? AND "
+           "DeviceID = ? AND SellerID = ? AND OrderNumber = ?")
+    assert small.sql(sql, ["c1", "d1", "s1", 2]).rows == [(2, 3.0, "north")]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the cached point path ran the general path")
+    monkeypatch.setattr(statements, "parse", refuse)
+    monkeypatch.setattr(session, "plan_query", refuse)
+    monkeypatch.setattr(session, "choose", refuse)
+    monkeypatch.setattr(access, "choose", refuse)
+    monkeypatch.setattr(duck.Duck, "run", refuse)
+    assert small.sql(sql, ("c2", "d1", "s1", 4)).rows == [(4, 12.0, "north")]
+    r = small.sql(sql, ["c2", "d1", "s1", 99])
+    assert r.rows == [] and r.stats == {"consumption": 0}
+    assert r.columns == [("OrderNumber", "BIGINT"), ("Amount", "DOUBLE"),
+                         ("Canteen", "MEDIUMTEXT")]
+    monkeypatch.undo()
+    # A value not of its key column's type leaves the fast path: the general one decides.
+    with pytest.raises(WidetableError) as info:
+        small.sql(sql, ["c1", "d1", "s1", "two"]).rows
+    assert info.value.code == "OTSParameterInvalid"
+    # A write is seen at once, and so is a table dropped and made again under its name.
+    small.table("consumption").put_row(("c1", "d1", "s1", 2), {"Amount": 1.0})
+    assert small.sql(sql, ["c1", "d1", "s1", 2]).rows == [(2, 1.0, None)]
+    schema = small.describe_table("consumption")
+    small.delete_table("consumption")
+    small.create_table("consumption", [(c["name"], c["type"]) for c in schema["primary_key"]]
+                       if isinstance(schema, dict) else schema.primary_key)
+    assert small.sql(sql, ["c1", "d1", "s1", 2]).rows == []
+    small.table("consumption").put_row(("c1", "d1", "s1", 2), {"Amount": 5.0})
+    assert small.sql(sql, ["c1", "d1", "s1", 2]).rows == [(2, 5.0, None)]
+
+
+def test_the_point_path_checks_schema_less_values(db) -> None:
+    t = db.create_table("p", [("k", "STRING")])
+    t.put_row(("a",), {"v": b"\x00\xff", "w": 1})
+    t.put_row(("b",), {"v": "text", "w": 2})
+    db.sql("CREATE TABLE p (k VARCHAR(8), v MEDIUMBLOB, w BIGINT, PRIMARY KEY(k))")
+    sql = "SELECT * FROM p WHERE k = ?"
+    for _ in range(2):  # compiled on the first call, then the cached path
+        assert db.sql(sql, ["a"]).rows == [("a", b"\x00\xff", 1)]
+        with pytest.raises(WidetableError) as info:
+            db.sql(sql, ["b"]).rows
+        assert "mapped as MEDIUMBLOB" in info.value.message and "'b'" in info.value.message

@@ -227,7 +227,8 @@ def _check(f: RowFilter, depth: int, in_condition: bool) -> None:
     if isinstance(f, (Chain, Interleave)):
         kind = type(f).__name__
         if not isinstance(f.filters, tuple) or len(f.filters) < 2:
-            raise ParameterInvalid(f"{kind} must contain at least two filters, got {f.filters!r:.200}")
+            raise ParameterInvalid(
+                f"{kind} must contain at least two filters, got {f.filters!r:.200}")
         for sub in f.filters:
             _check(sub, depth + 1, in_condition)
         if isinstance(f, Chain) and sum(_outputs_label(sub) for sub in f.filters) > 1:
@@ -251,13 +252,15 @@ def _check(f: RowFilter, depth: int, in_condition: bool) -> None:
 def _check_leaf(f: RowFilter) -> None:
     if isinstance(f, (RowKeyRegex, QualifierRegex, ValueRegex)):
         if not isinstance(f.pattern, bytes):
-            raise ParameterInvalid(f"{type(f).__name__} pattern must be bytes, got {f.pattern!r:.200}")
+            raise ParameterInvalid(
+                f"{type(f).__name__} pattern must be bytes, got {f.pattern!r:.200}")
         _regex(f.pattern, type(f).__name__)
     elif isinstance(f, FamilyNameRegex):
         if not isinstance(f.pattern, str):
             raise ParameterInvalid(f"FamilyNameRegex pattern must be str, got {f.pattern!r:.200}")
         if ":" in f.pattern:
-            raise ParameterInvalid(f"FamilyNameRegex pattern {f.pattern!r:.200} must not contain ':'")
+            raise ParameterInvalid(
+                f"FamilyNameRegex pattern {f.pattern!r:.200} must not contain ':'")
         _regex(f.pattern.encode("utf-8"), "FamilyNameRegex")
     elif isinstance(f, ColumnRange):
         if not isinstance(f.family, str) or not f.family:
@@ -275,10 +278,12 @@ def _check_leaf(f: RowFilter) -> None:
                     "milliseconds in micros (the filter's maximum precision is a millisecond)")
     elif isinstance(f, ValueBitmask):
         if not isinstance(f.mask, bytes) or not f.mask:
-            raise ParameterInvalid(f"ValueBitmask needs a non-empty bytes mask, got {f.mask!r:.100}")
+            raise ParameterInvalid(
+                f"ValueBitmask needs a non-empty bytes mask, got {f.mask!r:.100}")
     elif isinstance(f, (CellsPerRowOffset, CellsPerRowLimit, CellsPerColumnLimit)):
         if not _is_int(f.n) or f.n < 0:
-            raise ParameterInvalid(f"{type(f).__name__} must be a non-negative integer, got {f.n!r}")
+            raise ParameterInvalid(
+                f"{type(f).__name__} must be a non-negative integer, got {f.n!r}")
     elif isinstance(f, ApplyLabel):
         if not isinstance(f.label, str) or not _LABEL.fullmatch(f.label):
             raise ParameterInvalid(
@@ -309,7 +314,8 @@ def _outputs_label(f: RowFilter) -> bool:
     if isinstance(f, (Chain, Interleave)):
         return any(_outputs_label(sub) for sub in f.filters)
     if isinstance(f, Condition):
-        return any(_outputs_label(sub) for sub in (f.true_filter, f.false_filter) if sub is not None)
+        return any(_outputs_label(sub) for sub in (f.true_filter, f.false_filter)
+                   if sub is not None)
     return False
 
 
@@ -337,7 +343,7 @@ Run = Callable[[bytes, list, "_Ctx | None"], list]
 
 
 class _Ctx:
-    __slots__ = ("sunk", "sample")
+    __slots__ = ("sample", "sunk")
 
     def __init__(self, sample: list[bool]) -> None:
         self.sunk: list[Cell] = []
@@ -423,7 +429,7 @@ def _has_sink(f: RowFilter) -> bool:
 class _Node:
     """A compiled filter: ``run`` always; ``pred`` when it is a per-cell true filter
     (so a Chain fuses consecutive ones into one pass)."""
-    __slots__ = ("run", "pred")
+    __slots__ = ("pred", "run")
 
     def __init__(self, run: Run, pred: Callable[[Cell], bool] | None = None) -> None:
         self.run = run

@@ -23,7 +23,7 @@ DO NOT CHANGE the dict keys: they are embedded in on-disk catalog data.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union as _TUnion
+from typing import Any
 
 from widetable.errors import ParameterInvalid
 
@@ -66,7 +66,7 @@ class Intersection:
             object.__setattr__(self, "rules", tuple(self.rules))
 
 
-GcRule = _TUnion[MaxVersions, MaxAge, Union, Intersection]
+GcRule = MaxVersions | MaxAge | Union | Intersection
 
 
 def check_gc(rule: GcRule | None, _depth: int = 0) -> None:
@@ -92,7 +92,8 @@ def check_gc(rule: GcRule | None, _depth: int = 0) -> None:
     elif isinstance(rule, (Union, Intersection)):
         kind = "union" if isinstance(rule, Union) else "intersection"
         if not isinstance(rule.rules, tuple) or not rule.rules:
-            raise ParameterInvalid(f"GC rule {kind} must hold at least one rule, got {rule.rules!r}")
+            raise ParameterInvalid(
+                f"GC rule {kind} must hold at least one rule, got {rule.rules!r}")
         for sub in rule.rules:
             if sub is None:
                 raise ParameterInvalid(f"GC rule {kind} holds an empty rule (None)")

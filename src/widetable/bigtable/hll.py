@@ -118,8 +118,7 @@ def hll_add_many(state: bytes, items: Iterable[bytes | int]) -> bytes:
             h = _hash(item)
             idx = h >> Q
             rho = Q + 1 - (h & _LOW_Q).bit_length()
-            if regs[idx] < rho:
-                regs[idx] = rho
+            regs[idx] = max(regs[idx], rho)
         return HEADER_DENSE + bytes(regs)
     entries = _sparse_dict(state)
     regs_d: bytearray | None = None
@@ -277,8 +276,7 @@ def _dense_set(regs: bytearray, entry: int) -> None:
     low = i25 & _LOW_SHIFT
     rho = _SHIFT + 1 - low.bit_length() if low else _SHIFT + (entry & 63)
     idx = i25 >> _SHIFT
-    if regs[idx] < rho:
-        regs[idx] = rho
+    regs[idx] = max(regs[idx], rho)
 
 
 def _sparse_to_registers(state: bytes) -> bytearray:

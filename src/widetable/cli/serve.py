@@ -170,8 +170,9 @@ def _bigtable_banner(server) -> None:
     if not bt.token and bt.host not in ("127.0.0.1", "localhost", "::1"):
         print("  WARNING:   the Bigtable port is open beyond this machine without a token: "
               "anyone who reaches it can read and write every table")
-    print(f"    BIGTABLE_EMULATOR_HOST={bt.endpoint} python -c "
-          "'from google.cloud.bigtable.data import BigtableDataClient; ...'")
+    reach = f"127.0.0.1:{bt.port}" if bt.host in ("0.0.0.0", "::", "") else bt.endpoint
+    print(f"    official client: BIGTABLE_EMULATOR_HOST={reach}, then "
+          "google.cloud.bigtable.data.BigtableDataClient(project=...)")
 
 
 def _banner(server, path: str, store, generated: bool) -> None:

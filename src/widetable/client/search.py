@@ -103,8 +103,8 @@ class RemoteSearch:
         return SearchResult(
             rows, resp.total_hits if get_total_count else -1,
             resp.next_token if resp.HasField("next_token") and resp.next_token else None,
-            codec.decode_agg_results(aggs, resp.aggs) if aggs else {},
-            codec.decode_group_by_results(group_bys, resp.group_bys) if group_bys else {},
+            codec.decode_agg_results(aggs, resp.aggs, read_row) if aggs else {},
+            codec.decode_group_by_results(group_bys, resp.group_bys, read_row) if group_bys else {},
             hits, resp.is_all_succeed)
 
     def compute_splits(self, table: str, index: str) -> dict:

@@ -154,6 +154,10 @@ class GroupByGeoDistance(GroupBy):
 
 @dataclass(frozen=True, slots=True)
 class GroupByHistogram(GroupBy):
+    """Buckets ``offset + k * interval``. ``field_range``: ``(min, max)``, only values with
+    ``min <= v < max`` count; ``missing``: the value of a document without the field;
+    ``group_by_sort``: as GroupByField's (default: the key ascending)."""
+
     name: str
     field_name: str
     interval: float
@@ -161,11 +165,15 @@ class GroupByHistogram(GroupBy):
     min_doc_count: int = 1
     sub_aggs: tuple = ()
     sub_group_bys: tuple = ()
+    field_range: tuple | None = None
+    missing: object = None
+    group_by_sort: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)
 class GroupByDateHistogram(GroupBy):
-    """``interval``: milliseconds, or "month", "quarter" or "year" (UTC calendar)."""
+    """``interval``: milliseconds, or "month", "quarter" or "year" (UTC calendar);
+    ``field_range``, ``missing`` and ``group_by_sort`` as GroupByHistogram's."""
 
     name: str
     field_name: str
@@ -173,6 +181,9 @@ class GroupByDateHistogram(GroupBy):
     min_doc_count: int = 1
     sub_aggs: tuple = ()
     sub_group_bys: tuple = ()
+    field_range: tuple | None = None
+    missing: object = None
+    group_by_sort: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,8 +263,18 @@ class Aggregator:
             raise ParameterInvalid(f"GroupByComposite size must be in [1, {MAX_GROUP_SIZE}], got {x.size}")
         if isinstance(x, TopRowsAgg) and not 1 <= x.limit <= MAX_TOP_ROWS:
             raise ParameterInvalid(f"TopRowsAgg limit must be in [1, {MAX_TOP_ROWS}], got {x.limit}")
-        if isinstance(x, GroupByHistogram) and not x.interval > 0:
+        if isinstance(x, GroupByHistogram) and (type(x.interval) is bool or
+                                                not isinstance(x.interval, (int, float)) or
+                                                not x.interval > 0):
             raise ParameterInvalid(f"histogram interval must be positive, got {describe(x.interval)}")
+        if isinstance(x, (GroupByHistogram, GroupByDateHistogram)):
+            for v in (*(x.field_range or ()), x.missing):
+                if v is not None and (type(v) is bool or not isinstance(v, (int, float))):
+                    raise ParameterInvalid(f"{type(x).__name__} {x.name!r}: field_range and missing "
+                                           f"are numbers, got {describe(v)}")
+            if x.field_range is not None and (len(x.field_range) != 2 or None in x.field_range):
+                raise ParameterInvalid(f"{type(x).__name__} {x.name!r}: field_range is (min, max), "
+                                       f"got {describe(x.field_range)}")
         if isinstance(x, GroupByDateHistogram) and x.interval not in ("month", "quarter", "year") and \
                 not (type(x.interval) is int and x.interval > 0):
             raise ParameterInvalid(f"date histogram interval must be ms > 0 or month, quarter, year; "
@@ -349,31 +370,25 @@ class Aggregator:
             for v in dict.fromkeys(as_list(h[2].get(g.field_name))):
                 members.setdefault(v, []).append(h)
         groups = [self._finish(g, k, m) for k, m in members.items() if len(m) >= g.min_doc_count]
-        sorts = list(g.group_by_sort) or [RowCountSort("DESC")]
         groups.sort(key=lambda x: x.key)  # the final tie-break: key ascending
-        for s in reversed(sorts):
-            desc = s.order == "DESC"
-            if isinstance(s, GroupKeySort):
-                groups.sort(key=lambda x: x.key, reverse=desc)
-            elif isinstance(s, RowCountSort):
-                groups.sort(key=lambda x: x.row_count, reverse=desc)
-            elif isinstance(s, SubAggSort):
-                present = [x for x in groups if x.aggs.get(s.sub_agg_name) is not None]
-                absent = [x for x in groups if x.aggs.get(s.sub_agg_name) is None]
-                present.sort(key=lambda x: x.aggs[s.sub_agg_name], reverse=desc)
-                groups = present + absent
-            else:
-                raise ParameterInvalid(f"unsupported group sort {describe(s)}")
-        return groups[:g.size]
+        return order_groups(groups, g)[:g.size]
 
     def _buckets(self, g: GroupBy, hits: list, bucket: Callable) -> list[Group]:
         members: dict = {}
         fname = g.field_name  # type: ignore[attr-defined]
+        rng = g.field_range  # type: ignore[attr-defined]
+        missing = g.missing  # type: ignore[attr-defined]
         for h in hits:
-            for b in dict.fromkeys(bucket(v) for v in as_list(h[2].get(fname))):
+            vs = as_list(h[2].get(fname)) or ([] if missing is None else [missing])
+            if rng is not None:
+                vs = [v for v in vs if rng[0] <= v < rng[1]]
+            for b in dict.fromkeys(bucket(v) for v in vs):
                 members.setdefault(b, []).append(h)
-        return [self._finish(g, k, members[k]) for k in sorted(members)
-                if len(members[k]) >= g.min_doc_count]  # type: ignore[attr-defined]
+        groups = [self._finish(g, k, members[k]) for k in sorted(members)
+                  if len(members[k]) >= g.min_doc_count]  # type: ignore[attr-defined]
+        if g.group_by_sort:  # type: ignore[attr-defined]
+            groups = order_groups(groups, g)  # type: ignore[arg-type]
+        return groups
 
     def _composite(self, g: GroupByComposite, hits: list) -> tuple[list[Group], bytes | None]:
         for s in g.sources:
@@ -397,6 +412,25 @@ class Aggregator:
         page = keys[:g.size]
         token = msgpack.packb(list(page[-1]), use_bin_type=True) if len(keys) > g.size else None
         return [self._finish(g, k, members[k]) for k in page], token
+
+
+def order_groups(groups: list[Group], g: GroupByField) -> list[Group]:
+    """``groups`` (sorted by key) in the order of ``g.group_by_sort`` (default: row count
+    descending), the key ascending as the final tie-break."""
+    for s in reversed(list(g.group_by_sort) or [RowCountSort("DESC")]):
+        desc = s.order == "DESC"
+        if isinstance(s, GroupKeySort):
+            groups.sort(key=lambda x: x.key, reverse=desc)
+        elif isinstance(s, RowCountSort):
+            groups.sort(key=lambda x: x.row_count, reverse=desc)
+        elif isinstance(s, SubAggSort):
+            present = [x for x in groups if x.aggs.get(s.sub_agg_name) is not None]
+            absent = [x for x in groups if x.aggs.get(s.sub_agg_name) is None]
+            present.sort(key=lambda x: x.aggs[s.sub_agg_name], reverse=desc)
+            groups = present + absent
+        else:
+            raise ParameterInvalid(f"unsupported group sort {describe(s)}")
+    return groups
 
 
 def _composite_order(key: tuple) -> tuple:

@@ -13,6 +13,9 @@ must_not included):
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 from ..errors import ParameterInvalid, describe
 from . import analyzers, geo
 from .documents import FieldLayout, Rejected, Slot, as_points, convert_scalar, decode_src, doc_id
@@ -24,6 +27,7 @@ from .query import (
 from .schema import DATE, DOUBLE, FUZZY, GEO_POINT, KEYWORD, LONG, NESTED, TEXT
 
 _REGEX_META = set("\\.+*?()|[]{}^$#&-~")
+_SCORE_MODES = {"avg": lambda ss: math.fsum(ss) / len(ss), "max": max, "min": min, "total": math.fsum}
 
 
 def escape(text: str) -> str:
@@ -43,10 +47,14 @@ class Compiler:
         self.shard = shard
         self.searcher = searcher
         self._limit = max(searcher.num_docs, 1)
+        self.wide = False  # the query matches documents of every kind (match-all in it)
+        self.nested_kinds = layout.has_nested
 
     def compile(self, q: Query, nested: str | None = None):
         s = self.shard
         if isinstance(q, MatchAllQuery):
+            if nested is None:
+                self.wide = True
             return s.q_all()
         if isinstance(q, FunctionScoreQuery):
             return self.compile(q.query, nested)
@@ -103,10 +111,11 @@ class Compiler:
         if f.type == GEO_POINT:
             raise ParameterInvalid(f"field {f.name!r} is GEO_POINT: use a geo query")
         try:
-            return convert_scalar(f, v)
+            out = convert_scalar(f, v)
         except Rejected:
             raise ParameterInvalid(f"value {describe(v)} does not fit field {f.name!r} "
                                    f"of type {f.type}") from None
+        return out + 0.0 if type(out) is float else out  # -0.0 is indexed as 0.0
 
     def _range(self, slot: Slot, q: RangeQuery):
         f, s = slot.field, self.shard
@@ -135,8 +144,10 @@ class Compiler:
         need = q.should_needed
         if should and need == 0 and not (q.must_queries or q.filter_queries):
             clauses.append(("must", s.q_all()))  # every should optional: scores only
+            self.wide = self.wide or nested is None
         if not any(occ in ("must", "filter") for occ, _ in clauses) and not (should and need):
             clauses.append(("must", s.q_all()))
+            self.wide = self.wide or nested is None
         if should:
             if need:
                 clauses.append(("must", s.q_bool(should, need)))
@@ -182,7 +193,7 @@ class Compiler:
         name = slot.field.name
         ids = [doc_owner(pk) for pk, values in self._candidates(cand)
                if text in str(values.get(name, "")).lower()]
-        return s.q_ids(ids)
+        return self._ids(ids)
 
     def _nested(self, q: NestedQuery, nested: str | None):
         s = self.shard
@@ -191,22 +202,47 @@ class Compiler:
         slot = self.layout.slot(q.path)
         if slot.field.type != NESTED:
             raise ParameterInvalid(f"NestedQuery path {q.path!r} is not a NESTED field")
-        inner = s.q_bool([("must", self.compile(q.query, q.path)), ("must", s.q_kind(slot.nested_kind))])
-        owners = {src.decode() for _, src in s.run(self.searcher, inner, self._limit)}
-        return s.q_ids(sorted(owners))
+        inner = s.q_bool([("must", self.compile(q.query, q.path)),
+                          ("must", s.q_const(s.q_kind(slot.nested_kind), 0.0))])
+        scores: dict[str, list[float]] = {}
+        for score, src in s.run(self.searcher, inner, self._limit):
+            scores.setdefault(src.decode(), []).append(score)
+        if q.score_mode == "none" or not scores:
+            return s.q_const(self._ids(sorted(scores)), 0.0)
+        # A row scores what its matching objects score, combined by the score mode; rows of one
+        # score share a constant-score clause.
+        combine = _SCORE_MODES[q.score_mode]
+        by_score: dict[float, list[str]] = {}
+        for owner, ss in scores.items():
+            by_score.setdefault(combine(ss), []).append(owner)
+        parts = [("should", s.q_const(self._ids(sorted(owners)), sc)) for sc, owners in by_score.items()]
+        return parts[0][1] if len(parts) == 1 else s.q_bool(parts, 1)
 
     def _geo(self, slot: Slot, q):
         s = self.shard
         if slot.field.type != GEO_POINT:
             raise ParameterInvalid(f"{type(q).__name__} needs a GEO_POINT field, "
                                    f"{slot.field.name!r} is {slot.field.type}")
-        test = geo_test(q)
-        cells = geo.covering(*test.box)
-        cand = s.q_bool([("must", s.q_terms(slot.name, cells)), ("must", s.q_rows())])
+        test, inner, edge = geo_plan(q)
         name = slot.field.name
-        ids = [doc_owner(pk) for pk, values in self._candidates(cand)
-               if any(test(lat, lon) for lat, lon in as_points(values.get(name)))]
-        return s.q_ids(ids)
+        ids = []
+        if edge:
+            cand = s.q_bool([("must", s.q_terms(slot.name, edge)), ("must", s.q_rows())])
+            ids = [doc_owner(pk) for pk, values in self._candidates(cand)
+                   if any(test(lat, lon) for lat, lon in as_points(values.get(name)))]
+        if not inner:
+            return self._ids(ids)
+        inside = s.q_bool([("must", s.q_terms(slot.name, inner)), ("must", s.q_rows())])
+        if not ids:
+            return inside
+        return s.q_bool([("should", inside), ("should", self._ids(ids))], 1)
+
+    def _ids(self, owners: list[str]):
+        """The documents of ``owners``: with NESTED fields those include child documents, so
+        the query is then filtered to rows."""
+        if self.nested_kinds:
+            self.wide = True
+        return self.shard.q_ids(owners)
 
     def _candidates(self, query):
         for _, src in self.shard.run(self.searcher, query, self._limit):
@@ -229,22 +265,60 @@ def _common_prefix(lo: object, hi: object) -> str:
 
 
 class GeoTest:
-    """An exact geo predicate with the bounding box of its candidates."""
+    """An exact geo predicate with the bounding box of its candidates; ``inside(bounds)``
+    says whether a whole cell passes (False when unsure)."""
 
-    def __init__(self, box: tuple[float, float, float, float], fn) -> None:
+    def __init__(self, box: tuple[float, float, float, float], fn, inside=None) -> None:
         self.box = box  # lat_min, lat_max, lon_min, lon_max
         self._fn = fn
+        self.inside = inside or (lambda b: False)
 
     def __call__(self, lat: float, lon: float) -> bool:
         return self._fn(lat, lon)
+
+
+_EPS = 1e-9  # degrees: a margin for the rounding of a point's cell
+
+
+def _circle_inside(clat: float, clon: float, d: float, box: tuple) -> object:
+    """A cell is inside the circle when its four corners are. The distance from the centre
+    is largest at a corner of a lat/lon cell when the circle's box spans less than 180
+    degrees of longitude and no pole (the distance grows with the longitude difference up
+    to 180, and has no maximum inside a latitude interval then)."""
+    if box[2] <= -180.0 and box[3] >= 180.0:
+        return None
+    limit = d * (1 - 1e-9) - 1e-6
+
+    def inside(b) -> bool:
+        la0, la1, lo0, lo1 = b[0] - _EPS, b[1] + _EPS, b[2] - _EPS, b[3] + _EPS
+        return all(geo.haversine(clat, clon, a, o) <= limit
+                   for a, o in ((la0, lo0), (la0, lo1), (la1, lo0), (la1, lo1)))
+    return inside
+
+
+def geo_plan(q) -> tuple[GeoTest, list[str], list[str]]:
+    """``(test, inner cells, edge cells)`` of a geo query (the same for every shard, so
+    cached while the query is hashable)."""
+    try:
+        return _geo_plan(q)
+    except TypeError:  # a list inside the query
+        return _geo_plan.__wrapped__(q)
+
+
+@lru_cache(maxsize=256)
+def _geo_plan(q) -> tuple[GeoTest, list[str], list[str]]:
+    test = geo_test(q)
+    inner, edge = geo.split(geo.covering(*test.box), test.box, test.inside)
+    return test, inner, edge
 
 
 def geo_test(q) -> GeoTest:
     if isinstance(q, GeoDistanceQuery):
         clat, clon = geo.point(q.center_point, "center_point")
         d = float(q.distance)
-        return GeoTest(geo.circle_box(clat, clon, d),
-                       lambda la, lo: geo.haversine(clat, clon, la, lo) <= d)
+        box = geo.circle_box(clat, clon, d)
+        return GeoTest(box, lambda la, lo: geo.haversine(clat, clon, la, lo) <= d,
+                       _circle_inside(clat, clon, d, box))
     if isinstance(q, GeoBoundingBoxQuery):
         top, left = geo.point(q.top_left, "top_left")
         bottom, right = geo.point(q.bottom_right, "bottom_right")
@@ -252,7 +326,9 @@ def geo_test(q) -> GeoTest:
             raise ParameterInvalid(f"bounding box {q.top_left!r} / {q.bottom_right!r}: top_left must "
                                    "be north-west of bottom_right")
         return GeoTest((bottom, top, left, right),
-                       lambda la, lo: geo.in_box(la, lo, top, left, bottom, right))
+                       lambda la, lo: geo.in_box(la, lo, top, left, bottom, right),
+                       lambda b: (b[0] - _EPS >= bottom and b[1] + _EPS <= top
+                                  and b[2] - _EPS >= left and b[3] + _EPS <= right))
     poly = [geo.point(p, "polygon point") for p in q.points]
     lats, lons = [p[0] for p in poly], [p[1] for p in poly]
     return GeoTest((min(lats), max(lats), min(lons), max(lons)),
@@ -264,15 +340,16 @@ _HEX = "0123456789abcdef"
 
 
 def hex_after(s: str, desc: bool = False) -> str:
-    """A regex matching the hex strings after ``s`` in byte order (before it if ``desc``)."""
-    alts = []
-    for i, c in enumerate(s):
+    """A regex matching the hex strings after ``s`` in byte order (before it if ``desc``),
+    nested so that it grows linearly with ``s``."""
+    tail = None if desc else ".+"
+    for c in reversed(s):
         k = _HEX.index(c)
         chars = _HEX[k + 1:] if not desc else _HEX[:k]
+        alts = [""] if desc else []  # a proper prefix sorts before
         if chars:
-            alts.append(s[:i] + "[" + chars + "].*")
-    if not desc:
-        alts.append(s + ".+")
-    else:
-        alts += [s[:i] for i in range(len(s))]  # proper prefixes sort before
-    return "|".join(f"({a})" for a in alts) if alts else "[^\\s\\S]"
+            alts.append("[" + chars + "].*")
+        if tail is not None:
+            alts.append(c + "(" + tail + ")")
+        tail = "|".join(alts)
+    return tail if tail else "[^\\s\\S]"

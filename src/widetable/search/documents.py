@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import math
+import struct
+import threading
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -53,20 +55,48 @@ class Slot:
     nested_kind: str | None = None  # the child documents' kind, for a NESTED sub-field
 
 
+PK_LEVELS = 8  # layout 2: the order key in 8 integer levels of 8 bytes (64 bytes)
+
+
 class FieldLayout:
-    """Internal names of an index's fields; ``slots`` by field path (``"a"`` or ``"n.s"``)."""
+    """Internal names of an index's fields; ``slots`` by field path (``"a"`` or ``"n.s"``).
+
+    Layout 2 (``IndexMeta.layout``) makes a top-level KEYWORD with enable_sort_and_agg a
+    fast field (``rawfast``: tantivy sorts and aggregates it) and orders row documents by
+    ``pk_levels`` integer fields instead of ``_pk``."""
 
     def __init__(self, meta: IndexMeta) -> None:
         self.meta = meta
         self.slots: dict[str, Slot] = {}
         self.tantivy_fields: list[tuple[str, str]] = []
+        self.pk_levels = PK_LEVELS if meta.layout >= 2 else 0
+        self.has_nested = any(f.type == NESTED for f in meta.fields)
+        self.sources = [(f, f.source) for f in meta.fields]
+        self.stored_sources = [f.source for f in meta.fields if f.store]
         for i, f in enumerate(meta.fields):
             if f.type == NESTED:
                 for j, s in enumerate(f.sub_fields):
                     self._add(f"{f.name}.{s.name}", Slot(s, f"f{i}_{j}", _KIND[s.type], f"n{i}"))
                 self.slots[f.name] = Slot(f, f"f{i}", "nested", f"n{i}")
             else:
-                self._add(f.name, Slot(f, f"f{i}", _KIND[f.type]))
+                kind = _KIND[f.type]
+                if kind == "raw" and f.type == KEYWORD and f.enable_sort_and_agg and meta.layout >= 2:
+                    kind = "rawfast"
+                self._add(f.name, Slot(f, f"f{i}", kind))
+
+    def order(self, pk: tuple) -> str | list[int]:
+        """What a row document carries to be ordered by its key: ``_pk``'s string (layout
+        1) or the level integers."""
+        return order_levels(pk, self.pk_levels) if self.pk_levels else order_key(pk)
+
+    def fast(self, path: str) -> str | None:
+        """The tantivy name of ``path`` when tantivy can sort and aggregate it exactly (a
+        single-valued, indexed, top-level field stored as a fast field), else None."""
+        s = self.slots.get(path)
+        if s is None or "." in path or not s.field.index or s.field.is_array \
+                or not s.field.enable_sort_and_agg or s.kind not in ("rawfast", "int", "float", "bool"):
+            return None
+        return s.name
 
     def _add(self, path: str, slot: Slot) -> None:
         self.slots[path] = slot
@@ -80,14 +110,46 @@ class FieldLayout:
         return s
 
 
+_PACKERS = threading.local()
+
+
+def pack(value: object) -> bytes:
+    """``msgpack.packb(value, use_bin_type=True)`` with a reused packer per thread (making one
+    per call costs more than the packing)."""
+    p = getattr(_PACKERS, "p", None)
+    if p is None:
+        p = _PACKERS.p = msgpack.Packer(use_bin_type=True)
+    return p.pack(value)
+
+
 def doc_id(pk: tuple) -> str:
     """The id of a row's documents: its primary key, packed, in hex."""
-    return msgpack.packb(list(pk), use_bin_type=True).hex()
+    return pack(list(pk)).hex()
 
 
 def order_key(pk: tuple) -> str:
     """A string whose order is the primary key's (the order-preserving key codec, in hex)."""
     return codec.encode_tuple(pk).hex()
+
+
+_I64 = 1 << 63
+
+
+def order_levels(pk: tuple, levels: int = PK_LEVELS) -> list[int]:
+    """The primary key's order as ``levels`` signed 64-bit integers: the order-preserving key
+    codec, zero-padded, 8 bytes big-endian a level, less 2**63. The codec is prefix-free for
+    one schema, so the lists compare as the keys do, up to the first ``8 * levels`` bytes."""
+    raw = codec.encode_tuple(pk)
+    raw = raw[:8 * levels].ljust(8 * levels, b"\x00")
+    return [x - _I64 for x in struct.unpack(f">{levels}Q", raw)]
+
+
+def locate(meta: IndexMeta, pk_names: tuple[str, ...], pk: tuple) -> tuple[str, int]:
+    """``(doc_id(pk), shard_of(...))``, packing the key once when it routes by all of it."""
+    packed = pack(list(pk))
+    if meta.routing_fields:
+        return packed.hex(), shard_of(meta, pk_names, pk)
+    return packed.hex(), 0 if meta.shards == 1 else zlib.crc32(packed) % meta.shards
 
 
 def shard_of(meta: IndexMeta, pk_names: tuple[str, ...], pk: tuple) -> int:
@@ -226,12 +288,13 @@ def _json(f: FieldSchema, v: object) -> object:
         raise Rejected(f.name, v, "is not valid JSON") from None
 
 
-def row_values(meta: IndexMeta, pk_names: tuple[str, ...], pk: tuple, columns: dict) -> dict:
-    """``{field: value}`` of the fields a row has (Rejected on the first that does not fit)."""
+def row_values(meta: IndexMeta, pk_names: tuple[str, ...], pk: tuple, columns: dict,
+               sources: list | None = None) -> dict:
+    """``{field: value}`` of the fields a row has (Rejected on the first that does not fit);
+    ``sources``: ``FieldLayout.sources``, when the caller has it."""
     values = {}
     pkd = dict(zip(pk_names, pk))
-    for f in meta.fields:
-        src = f.source
+    for f, src in sources if sources is not None else [(f, f.source) for f in meta.fields]:
         v = pkd[src] if src in pkd else columns.get(src)
         if v is None:
             continue
@@ -289,7 +352,7 @@ def stored_columns(meta: IndexMeta, columns: dict) -> dict:
 
 
 def encode_src(pk: tuple, values: dict, stored: dict) -> bytes:
-    return msgpack.packb([list(pk), values, stored], use_bin_type=True)
+    return pack([list(pk), values, stored])
 
 
 def decode_src(raw: bytes) -> tuple[tuple, dict, dict]:

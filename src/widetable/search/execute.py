@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from ..errors import ParameterInvalid, describe
 from ..table.row import Row
 from ..table.values import now_ms
+from . import ordered
 from .aggs import Aggregator, TopRowsAgg
 from .compile import Compiler, hex_after
-from .documents import as_list, decode_src, order_key
+from .documents import as_list, decode_src, order_key, order_levels
 from .query import FunctionScoreQuery, Query, check_query
-from .sort import SortKeys, check_sort
+from .sort import FieldSort, PrimaryKeySort, SortKeys, check_sort
+from .tantivy_aggs import TantivyAggs
 
 RETURN_NONE, RETURN_SPECIFIED = "RETURN_NONE", "RETURN_SPECIFIED"
 RETURN_ALL, RETURN_ALL_FROM_INDEX = "RETURN_ALL", "RETURN_ALL_FROM_INDEX"
@@ -93,6 +95,18 @@ class Searcher:
         ttls = [t for t in (self.meta.ttl, self.state.table.schema.options.ttl) if t > 0]
         return None if not ttls else now_ms() - min(ttls) * 1000
 
+    def base(self, shard, searcher, query: Query, since: int | None):
+        """``query`` compiled for ``shard``: row documents only (a query that matches every
+        document kind is filtered to rows), visible under the TTLs."""
+        comp = Compiler(self.layout, shard, searcher)
+        q = comp.compile(query)
+        clauses = [("must", q)]
+        if comp.wide:  # filters add no score
+            clauses.append(("filter", shard.q_const(shard.q_rows(), 0.0)))
+        if since is not None:
+            clauses.append(("filter", shard.q_const(shard.q_ts_from(since), 0.0)))
+        return q if len(clauses) == 1 else shard.q_bool(clauses)
+
     def matches(self, query: Query, shards: list[int]) -> list[tuple]:
         """Every ``(score, pk, values, stored)`` matching ``query`` in ``shards``."""
         check_query(query)
@@ -101,11 +115,7 @@ class Searcher:
         def one(i: int) -> list[tuple]:
             shard = self.state.shards[i]
             se = shard.searcher()
-            comp = Compiler(self.layout, shard, se)
-            clauses = [("must", comp.compile(query)), ("filter", shard.q_rows())]
-            if since is not None:
-                clauses.append(("filter", shard.q_ts_from(since)))
-            q = shard.q_bool(clauses)
+            q = self.base(shard, se, query, since)
             out = []
             for score, src in shard.run(se, q, max(se.num_docs, 1)):
                 pk, values, stored = decode_src(src)
@@ -133,9 +143,20 @@ class Searcher:
         agg = Aggregator(self.meta, lambda q: {pk for _, pk, _, _ in self.matches(q, shards)},
                          lambda hs, a: self._top_rows(hs, a, fetch))
         agg_list, gb_list = agg.check(aggs, group_bys)
+        self.fetch = fetch
         sorters = keys.sorters
-        if not agg_list and not gb_list and len(sorters) == 1 and \
-                not isinstance(query, FunctionScoreQuery):
+        plain = not agg_list and not gb_list and not isinstance(query, FunctionScoreQuery)
+        if not isinstance(query, FunctionScoreQuery) and self._orderable(sorters):
+            page = self._ordered(query, keys, offset, limit, after, mode, names, get_total_count,
+                                 shards, fetch)
+            if plain:
+                return page
+            simple = TantivyAggs(self, query, shards, agg).run(agg_list, gb_list)
+            page.aggs, page.group_bys = simple
+            return page
+        if plain and len(sorters) == 1 and (after is None or len(order_key(tuple(after[0][1]))) <= 100):
+            # layout 1: its token becomes a regex over ``_pk``, which tantivy caps at 250 nested
+            # groups: a longer key pages through the general path
             return self._by_key(query, keys, sorters[0].sort_order == "DESC", offset, limit, after,  # type: ignore[attr-defined]
                                 mode, names, get_total_count, shards, fetch)
         hits = self.matches(query, shards)
@@ -153,6 +174,94 @@ class Searcher:
         rows = self._rows([h for _, h in page], mode, names, fetch)
         hits_out = [SearchHit(h[0], r) for (_, h), r in zip(page, rows)]
         return SearchResult(rows, total if get_total_count else -1, token, agg_out, gb_out, hits_out)
+
+    # -- sorts tantivy computes (layout 2) ----------------------------------------------------
+
+    def _orderable(self, sorters: list) -> bool:
+        """Whether tantivy can find the page: the primary key alone, or one FieldSort on a fast
+        single-valued field, then the primary key."""
+        if not self.layout.pk_levels:
+            return False
+        if len(sorters) == 1:
+            return isinstance(sorters[0], PrimaryKeySort)
+        if len(sorters) != 2 or not isinstance(sorters[0], FieldSort) or \
+                not isinstance(sorters[1], PrimaryKeySort):
+            return False
+        fs = sorters[0]
+        if self.layout.fast(fs.field_name) is None:
+            return False
+        if fs.sort_mode == "avg" and self.layout.slots[fs.field_name].kind == "int":
+            return False  # the key is the value as a float: Python's order, not tantivy's
+        mv = fs.missing_value
+        return mv is None or _fits(self.meta.field(fs.field_name).type, mv)
+
+    def _ordered(self, query: Query, keys: SortKeys, offset: int, limit: int, after: list | None,
+                 mode: str, names: list[str], get_total_count: bool, shards: list[int],
+                 fetch) -> SearchResult:
+        """Each shard finds its first ``offset + limit + 1`` documents after the token with
+        ``ordered.first`` (documents with the sort field and without it apart); Python
+        decodes those, sorts them exactly and cuts the page."""
+        since = self.visible_from()
+        want = offset + limit + 1
+        sorters = keys.sorters
+        pk_desc = sorters[-1].sort_order == "DESC"  # type: ignore[attr-defined]
+        fs = sorters[0] if isinstance(sorters[0], FieldSort) else None
+        layout = self.layout
+
+        def one(i: int) -> tuple[list, int]:
+            shard = self.state.shards[i]
+            se = shard.searcher()
+            base = self.base(shard, se, query, since)
+            total = shard.count(se, base) if get_total_count else -1
+            if not limit:
+                return [], total
+            pk_levels = [(n, pk_desc) for n in shard.level_names]
+            addrs: list = []
+            if fs is None:
+                addrs = _part(shard, se, base, pk_levels, None if after is None else after[0][1],
+                              [], want)
+            else:
+                fname = layout.fast(fs.field_name)
+                fdesc = fs.sort_order == "DESC"
+                has = shard.q_has(fs.field_name)
+                levels = [(fname, fdesc)] + pk_levels
+                tok = None if after is None else after[0]
+                tok_pk = None if after is None else after[1][1]
+                hq = shard.q_bool([("must", base), ("filter", has)])
+                if tok is None:
+                    addrs += _part(shard, se, hq, levels, None, [], want)
+                elif tok[0] == 1:
+                    v = tok[1] + 0.0 if type(tok[1]) is float else tok[1]  # indexed -0.0 is 0.0
+                    addrs += _part(shard, se, hq, levels, tok_pk, [v], want)
+                elif fs.missing == "first":  # the token is in the missing block: every value after
+                    addrs += _part(shard, se, hq, levels, None, [], want)
+                mq = shard.q_bool([("must", base), ("must_not", has)])
+                mv = fs.missing_value
+                if tok is None:
+                    addrs += _part(shard, se, mq, pk_levels, None, [], want)
+                elif mv is not None:
+                    if mv == tok[1]:
+                        addrs += _part(shard, se, mq, pk_levels, tok_pk, [], want)
+                    elif (mv < tok[1]) == fdesc:  # the stand-in value sorts after the token's
+                        addrs += _part(shard, se, mq, pk_levels, None, [], want)
+                elif tok[0] == 0:
+                    addrs += _part(shard, se, mq, pk_levels, tok_pk, [], want)
+                elif fs.missing == "last":
+                    addrs += _part(shard, se, mq, pk_levels, None, [], want)
+            return [decode_src(src) for src in shard.sources(se, addrs)], total
+
+        parts = [one(i) for i in shards]  # small per shard: the pool's hand-offs cost more
+        decorated = [(keys.key(0.0, pk, values), (0.0, pk, values, stored))
+                     for part, _ in parts for pk, values, stored in part]
+        if after is not None:
+            cmp = keys.compare
+            decorated = [d for d in decorated if cmp(d[0], after) > 0]
+        decorated.sort(key=lambda d: keys.cmp_key(d[0]))
+        page = decorated[offset:offset + limit]
+        token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
+        rows = self._rows([h for _, h in page], mode, names, fetch)
+        total = sum(t for _, t in parts) if get_total_count else -1
+        return SearchResult(rows, total, token, {}, {}, [SearchHit(0.0, r) for r in rows])
 
     def _by_key(self, query: Query, keys: SortKeys, desc: bool, offset: int, limit: int,
                 after: list | None, mode: str, names: list[str], get_total_count: bool,
@@ -198,6 +307,34 @@ class Searcher:
         keys = SortKeys(check_sort(self.meta, agg.sort))
         ordered = sorted(hits, key=lambda h: keys.cmp_key(keys.key(h[0], h[1], h[2])))
         return fetch([h[1] for h in ordered[:agg.limit]], None)
+
+
+def _part(shard, searcher, query, levels: list, after_pk: list | None, after_values: list,
+          want: int) -> list:
+    """``ordered.first`` of ``query`` after the key ``after_values + pk`` (None: from the
+    start)."""
+    if after_pk is None:
+        return ordered.first(shard, searcher, query, levels, want)
+    pk = tuple(after_pk)
+    n = len(shard.level_names)
+    long = ordered.long_key(pk, n)
+    values = after_values + order_levels(pk, n)
+    q, equal = ordered.beyond(shard, levels, values, inclusive_tail=long)
+    q = shard.q_bool([("must", query), ("filter", q)])
+    if long:  # documents that agree with the token on every level come back too: room for them
+        want += shard.count(searcher, shard.q_bool([("must", query), ("filter", equal)]))
+    return ordered.first(shard, searcher, q, levels, want)
+
+
+def _fits(field_type: str, v: object) -> bool:
+    """Whether a FieldSort's missing value compares with the field's values."""
+    if field_type in ("LONG", "DATE"):
+        return type(v) is int
+    if field_type == "DOUBLE":
+        return type(v) in (int, float)
+    if field_type == "BOOLEAN":
+        return type(v) is bool
+    return type(v) is str
 
 
 def _factor(v: object) -> float:

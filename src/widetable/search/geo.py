@@ -6,6 +6,12 @@ most MAX_CELLS cells cover its bounding box, selects the documents in those
 cells, and keeps the ones that pass the exact test: haversine distance on a
 sphere of radius EARTH_RADIUS, containment in a bounding box, or a ray-casting
 point-in-polygon test.
+
+:func:`split` spares most of those tests: a cell that lies wholly inside the
+shape (every corner within the distance, or inside the box with a margin)
+matches as it is, and a cell on the shape's edge is refined into its 32
+children (up to PRECISION, and REFINED_CELLS cells in all), so only the
+documents of the edge's finest cells are tested one by one.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from ..errors import ParameterInvalid, describe
 
 PRECISION = 8  # DO NOT CHANGE: indexed cells (about 38 m x 19 m at 8)
 MAX_CELLS = 64
+REFINED_CELLS = 256
 EARTH_RADIUS = 6371008.8  # metres (mean radius)
 _BASE32 = "0123456789bcdefghjkmnpqrstuvwxyz"
 
@@ -102,6 +109,67 @@ def covering(lat_min: float, lat_max: float, lon_min: float, lon_max: float) -> 
                     cells.add(encode(lat, lon, p))
             return sorted(cells)
     return []
+
+
+def bounds(cell: str) -> tuple[float, float, float, float]:
+    """``(lat_min, lat_max, lon_min, lon_max)`` of a geohash cell."""
+    lat_lo, lat_hi, lon_lo, lon_hi = -90.0, 90.0, -180.0, 180.0
+    even = True
+    for ch in cell:
+        v = _BASE32.index(ch)
+        for b in range(4, -1, -1):
+            bit = (v >> b) & 1
+            if even:
+                mid = (lon_lo + lon_hi) / 2
+                lon_lo, lon_hi = (mid, lon_hi) if bit else (lon_lo, mid)
+            else:
+                mid = (lat_lo + lat_hi) / 2
+                lat_lo, lat_hi = (mid, lat_hi) if bit else (lat_lo, mid)
+            even = not even
+    return lat_lo, lat_hi, lon_lo, lon_hi
+
+
+def _children(cell: str, b: tuple[float, float, float, float]) -> list:
+    """The 32 children of ``cell`` (bounds ``b``) with their bounds."""
+    lon_first = (5 * len(cell)) % 2 == 0  # geohash bits alternate, longitude first
+    nlon, nlat = (8, 4) if lon_first else (4, 8)
+    dlat, dlon = (b[1] - b[0]) / nlat, (b[3] - b[2]) / nlon
+    out = []
+    for v, ch in enumerate(_BASE32):
+        i = j = 0  # lat and lon index among the children
+        even = lon_first
+        for bit in range(4, -1, -1):
+            x = (v >> bit) & 1
+            if even:
+                j = j * 2 + x
+            else:
+                i = i * 2 + x
+            even = not even
+        out.append((cell + ch, (b[0] + i * dlat, b[0] + (i + 1) * dlat,
+                                b[2] + j * dlon, b[2] + (j + 1) * dlon)))
+    return out
+
+
+def split(cells: list[str], box: tuple[float, float, float, float], inside) -> tuple[list, list]:
+    """``(inner, edge)``: ``cells`` refined so that each is wholly inside the shape
+    (``inside(bounds)``) or on its edge; cells missing the box are dropped."""
+    inner: list[str] = []
+    edge: list[str] = []
+    todo = [(c, bounds(c)) for c in cells]
+    total = len(todo)
+    while todo:
+        c, b = todo.pop()
+        if b[0] > box[1] or b[1] < box[0] or b[2] > box[3] or b[3] < box[2]:
+            total -= 1
+            continue
+        if inside(b):
+            inner.append(c)
+        elif len(c) < PRECISION and total + 31 <= REFINED_CELLS:
+            todo += _children(c, b)
+            total += 31
+        else:
+            edge.append(c)
+    return inner, edge
 
 
 def haversine(lat1: float, lon1: float, lat2: float, lon2: float) -> float:

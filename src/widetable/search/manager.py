@@ -33,7 +33,7 @@ from .execute import (
 )
 from .query import MatchAllQuery, Query, check_query
 from .results import SearchIndexDescription, SearchIndexReport
-from .schema import IndexMeta, add_fields, check_index, check_ttl, missing
+from .schema import LAYOUT, IndexMeta, add_fields, check_index, check_ttl, missing
 from .sort import PrimaryKeySort, SortKeys
 from .sync import IndexState
 
@@ -181,7 +181,8 @@ class SearchManager:
             if add is not None:
                 new_fields = add_fields(meta, add, table.schema)
                 batch = self.engine.batch()
-                new_pending = replace(meta, fields=new_fields, index_id=self.take_id(batch))
+                new_pending = replace(meta, fields=new_fields, index_id=self.take_id(batch),
+                                      layout=LAYOUT)  # a new index: the current layout
                 self.engine.write(batch)
             elif pending is not None:
                 new_pending = replace(pending.meta, ttl=meta.ttl)
@@ -381,5 +382,7 @@ def _fetch(table, pks: list[tuple], names: list[str] | None) -> list[Row]:
 
 
 def search_root(path: str | None) -> str | None:
-    """Where a store at ``path`` keeps its tantivy shards (None: a memory store)."""
-    return None if path is None else os.path.join(path, "search")
+    """Where a store at ``path`` keeps its tantivy shards (None: a memory store, whose path
+    may be None or ":memory:"; the latter used to put the shards in a ``:memory:`` folder
+    of the working directory, where the next run found them)."""
+    return None if path is None or path == ":memory:" else os.path.join(path, "search")

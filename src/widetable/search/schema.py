@@ -28,6 +28,12 @@ MAX_FIELDS = 500
 DEFAULT_SHARDS = 2
 MAX_SHARDS = 64
 MAX_ROUTING_FIELDS = 4
+# How an index lays its documents out in tantivy (DO NOT CHANGE a number's meaning: embedded
+# in catalogued definitions). 1: the primary-key order in ``_pk`` (a fast text field), keyword
+# fields not fast. 2: the order in integer levels ``_k0..`` and keywords that sort and
+# aggregate as fast fields (search/ordered.py, search/tantivy_aggs.py). New indexes get LAYOUT;
+# a definition without the entry is 1.
+LAYOUT = 2
 
 # Which base-column types a field may read (the table's defined columns are checked at create).
 COLUMN_TYPES = {
@@ -94,6 +100,7 @@ class IndexMeta:
     created_at: float = 0.0
     # A rebuild in progress (fields added): the new definition and its own index id.
     pending: IndexMeta | None = None
+    layout: int = LAYOUT
 
     def field(self, name: str) -> FieldSchema:
         head, _, rest = name.partition(".")
@@ -117,6 +124,7 @@ class IndexMeta:
             "routing_fields": list(self.routing_fields), "ttl": self.ttl, "shards": self.shards,
             "created_at": self.created_at,
             "pending": None if self.pending is None else self.pending.to_dict(),
+            "layout": self.layout,
         }
 
     @staticmethod
@@ -127,6 +135,7 @@ class IndexMeta:
             tuple(tuple(s) for s in d.get("index_sort", ())), tuple(d.get("routing_fields", ())),
             d.get("ttl", -1), d.get("shards", DEFAULT_SHARDS), d.get("created_at", 0.0),
             None if d.get("pending") is None else IndexMeta.from_dict(d["pending"]),
+            d.get("layout", 1),
         )
 
     @staticmethod

@@ -28,14 +28,11 @@ import time
 from ..storage.tantivy_index import Shard
 from ..table.table import full_range
 from ..table.values import now_ms
-from .documents import (
-    FieldLayout, Rejected, build_documents, doc_id, encode_src, order_key, row_values, shard_of,
-    stored_columns,
-)
+from .documents import FieldLayout, Rejected, build_documents, encode_src, locate, row_values
 from .schema import IndexMeta
 
 BACKFILL_ROWS = 2000
-FULL_COMMIT_INTERVAL = 2.0  # seconds between commits while backfilling
+FULL_COMMIT_INTERVAL = 5.0  # seconds between commits while backfilling (each flushes segments)
 LOG_GROUP = 5000
 
 
@@ -50,7 +47,8 @@ class IndexState:
         self.pk_names = table.schema.pk_names
         self.dir = None if root is None else os.path.join(root, str(meta.index_id))
         self.shards = [Shard(None if self.dir is None else os.path.join(self.dir, f"shard-{i}"),
-                             self.layout.tantivy_fields) for i in range(meta.shards)]
+                             self.layout.tantivy_fields, self.layout.pk_levels)
+                       for i in range(meta.shards)]
         self.lock = threading.RLock()
         self.error: str | None = None
         self.dropped = False
@@ -163,23 +161,26 @@ class IndexState:
 
     def sync_row(self, pk: tuple, row) -> None:
         """Make the documents of ``pk`` those of ``row`` (None: no row)."""
-        shard = self.shards[shard_of(self.meta, self.pk_names, pk)]
-        owner = doc_id(pk)
+        layout = self.layout
+        owner, i = locate(self.meta, self.pk_names, pk)
+        shard = self.shards[i]
         with shard.lock:
             shard.delete(owner)
             if row is None:
                 return
+            columns = row.columns
             try:
-                values = row_values(self.meta, self.pk_names, pk, row.columns)
+                values = row_values(self.meta, self.pk_names, pk, columns, layout.sources)
             except Rejected as exc:
                 self.rejected += 1
                 self.last_rejected = f"row {list(pk)!r}: {exc}"
                 return
-            has, pairs, children = build_documents(self.layout, values)
+            has, pairs, children = build_documents(layout, values)
             stamps = row._stamps
             ts = stamps if type(stamps) is int else max(stamps.values(), default=0)
-            src = encode_src(pk, values, stored_columns(self.meta, row.columns))
-            shard.add(owner, "row", has, ts, src, pairs, order_key(pk))
+            stored = {c: columns[c] for c in layout.stored_sources if c in columns}
+            src = encode_src(pk, values, stored)
+            shard.add(owner, "row", has, ts, src, pairs, layout.order(pk))
             ob = owner.encode()
             for kind, chas, cpairs in children:
                 shard.add(owner, kind, chas, ts, ob, cpairs)

@@ -122,7 +122,8 @@ class WidetableServer:
             from .bigtable import BigtableServer  # grpc loads only when the port is served
             try:
                 self.bigtable = BigtableServer(db, self.pool, bigtable_host, bigtable_port,
-                                               bigtable_certfile, bigtable_keyfile, bigtable_token)
+                                               bigtable_certfile, bigtable_keyfile, bigtable_token,
+                                               capacity)
             except BaseException:
                 self._close_listeners()
                 self.pool.shutdown(wait=False)

@@ -76,11 +76,76 @@ def _interrupt(cursor) -> None:
         pass
 
 
+class _Alarm:
+    """One statement's deadline in the :class:`_Watchdog`; ``cancel()`` disarms it."""
+
+    __slots__ = ("cancelled", "cursor")
+
+    def __init__(self, cursor) -> None:
+        self.cursor = cursor
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.cursor = None
+
+
+class _Watchdog:
+    """One thread interrupting every statement past its deadline (a thread started per
+    statement cost more than a small query's whole run)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Alarm]] = []
+        self._cond = threading.Condition()
+        self._n = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, cursor) -> _Alarm:
+        import heapq
+        import time
+        alarm = _Alarm(cursor)
+        with self._cond:
+            self._n += 1
+            heapq.heappush(self._heap, (time.monotonic() + seconds, self._n, alarm))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="widetable-sql-timeout",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return alarm
+
+    def _run(self) -> None:
+        import heapq
+        import time
+        while True:
+            with self._cond:
+                while self._heap and self._heap[0][2].cancelled:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait(5.0)
+                    if not self._heap:
+                        self._thread = None
+                        return
+                    continue
+                due, _, alarm = self._heap[0]
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(min(wait, 1.0))
+                    continue
+                heapq.heappop(self._heap)
+                cursor = alarm.cursor
+            if cursor is not None and not alarm.cancelled:
+                _interrupt(cursor)
+
+
+_watchdog = _Watchdog()
+
+
 class Running:
     """A statement DuckDB is running: ``reader`` streams its answer."""
 
     def __init__(self, cursor, reader: pa.RecordBatchReader, budget: Budget,
-                 timer: threading.Timer | None) -> None:
+                 timer: _Alarm | None) -> None:
         self._cursor = cursor
         self.reader = reader
         self._budget = budget
@@ -148,9 +213,7 @@ class Duck:
                 cursor.register(name, pa.RecordBatchReader.from_batches(
                     schema, _guard(batches, budget)))
             if budget.timeout is not None:
-                timer = threading.Timer(budget.timeout, _interrupt, (cursor,))
-                timer.daemon = True
-                timer.start()
+                timer = _watchdog.arm(budget.timeout, cursor)
             result = cursor.execute(sql, params or None)
             reader = result.to_arrow_reader(batch_rows)
         except Exception as exc:  # noqa: BLE001 - translated
@@ -418,8 +481,17 @@ class ReplicaStore:
                 cur.close()
 
     def close(self) -> None:
+        """Detach the replicas' database; a file holding no replica (none built, or every
+        build cut short) is removed, so the next open of the store does not load SQL."""
+        import os
         with self._lock:
             try:
+                ready = self._db.execute(f"SELECT COUNT(*) FROM {SCHEMA}.meta WHERE ready"
+                                         ).fetchone()[0]
                 self._db.execute(f"DETACH {SCHEMA}")
             except duckdb.Error:
-                pass
+                return
+            if self.path is not None and not ready:
+                for p in (self.path, self.path + ".wal"):
+                    if os.path.exists(p):
+                        os.remove(p)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from ..errors import ParameterInvalid
@@ -41,6 +42,13 @@ class Shaper:
         self.checks = [(j, c, _PY[c.wtype]) for j, (_, c) in enumerate(output)
                        if c.name not in pos and defined.get(c.name) != c.wtype]
         self.table = table
+        # The checks as one C-level pass per wanted type: the types of those positions
+        # must fall in {type, NoneType}.
+        groups: dict[type, list[int]] = {}
+        for j, _, want in self.checks:
+            groups.setdefault(want, []).append(j)
+        self.groups = [(itemgetter(*js) if len(js) > 1 else _single(js[0]), {want, type(None)})
+                       for want, js in groups.items()]
         n = len(key_names)
         # The common shape (SELECT * of a mapping: the key in order, then attributes):
         # each row is its key tuple plus its attributes, made by C-level calls.
@@ -54,21 +62,23 @@ class Shaper:
         else:
             get = cells.get
             out = tuple([pk[i] if i >= 0 else get(n) for i, n in self.items])
-        if self.checks:
-            self._check([out], [pk])
+        for get, allowed in self.groups:
+            if not allowed.issuperset(map(type, get(out))):
+                self._check([out], [pk])
         return out
 
-    def page(self, rows: list[tuple[tuple, dict]]) -> list[tuple]:
-        """The output rows of a page of ``(pk, cells)``."""
+    def page(self, rows: list) -> list[tuple]:
+        """The output rows of a page of rows whose items 1 and 2 are the pk and cells
+        (``scan.rows``: a decoded stored row as it is)."""
         if self.keyed:
             attrs = self.attrs
-            out = [pk + tuple(map(cells.get, attrs)) for pk, cells in rows]
+            out = [r[1] + tuple(map(r[2].get, attrs)) for r in rows]
         else:
             items = self.items
-            out = [tuple([pk[i] if i >= 0 else cells.get(n) for i, n in items])
-                   for pk, cells in rows]
+            out = [tuple([r[1][i] if i >= 0 else r[2].get(n) for i, n in items])
+                   for r in rows]
         if self.checks:
-            self._check(out, [r[0] for r in rows])
+            self._check(out, [r[1] for r in rows])
         return out
 
     def _check(self, out: list[tuple], keys: list[tuple]) -> None:
@@ -85,6 +95,10 @@ class Shaper:
                         f"column {c.name!r} of table {self.table!r} is mapped as {c.sql_type} "
                         f"but row {pk!r} holds {type(v).__name__} {v!r}; map it with the type "
                         "it holds")
+
+
+def _single(j: int):
+    return lambda row: (row[j],)
 
 
 def defined_types(table: Table) -> dict[str, str]:

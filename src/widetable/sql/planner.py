@@ -82,6 +82,7 @@ class QueryPlan:
     point: bool = False
     direct: bool = False  # plain columns of one table: rows can come without DuckDB
     output: list[tuple[str, Column]] = field(default_factory=list)  # the direct path's columns
+    shapers: dict = field(default_factory=dict)  # the direct path's row shapers, made once
 
 
 _OPS = {exp.EQ: "=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}

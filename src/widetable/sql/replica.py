@@ -52,6 +52,10 @@ if TYPE_CHECKING:
 BUILD_PAGE = 5000
 LOG_PAGE = 5000
 CHECKPOINT_INTERVAL = 30.0  # seconds between DuckDB checkpoints of a changed replica
+# Seconds between background passes of one replica: each pass costs a DuckDB delete by
+# key (a join over the replica), so a table written without pause is applied in batches;
+# a query still applies every record logged before it (``catch_up``).
+APPLY_INTERVAL = 1.0
 _pk_bytes = msgspec.msgpack.Encoder().encode
 _unpack = rowcodec.unpack
 
@@ -84,6 +88,7 @@ class Replica:
         self.rows = self.bytes = 0
         self.error: str | None = None
         self.last_checkpoint = time.monotonic()
+        self.last_pass = 0.0  # when the background thread last applied the log
         self.changed = False
         self.health = LoopHealth(f"SQL columnar replica of table {table.name!r}")
         self.consumer = None
@@ -203,7 +208,7 @@ class Replica:
             hit = cols & used
             if hit:
                 return (f"row {pk!r} holds a value of another type than column "
-                        f"{sorted(hit)[0]!r} is mapped with")
+                        f"{min(hit)!r} is mapped with")
         return None
 
     def describe(self) -> str:
@@ -348,15 +353,22 @@ class Replicas:
 
     def _loop(self) -> None:
         backoff: dict[int, float] = {}
+        wait = 0.5
         while not self.stopping:
-            self.event.wait(0.5)
+            self.event.wait(wait)
             self.event.clear()
+            wait = 0.5
             if self.stopping:
                 return
             now = time.monotonic()
             for r in list(self.by_table.values()):
                 if r.dropped or backoff.get(r.table_id, 0) > now:
                     continue
+                if r.ready and now - r.last_pass < APPLY_INTERVAL:
+                    if r.dirty:  # come back for it once its interval is over
+                        wait = min(wait, APPLY_INTERVAL - (now - r.last_pass))
+                    continue
+                r.last_pass = now
                 try:
                     if not r.ready:
                         r.build()
@@ -386,8 +398,8 @@ class Replicas:
                 self.store.create(r.table_id, r.table.name, r.columns, r.meta(), r.start)
                 r.rows = r.bytes = 0
                 r.bad.clear()
-        except Exception:  # noqa: BLE001 - the next pass tries again
-            pass
+        except Exception as exc:  # noqa: BLE001 - the next pass tries again
+            r.health.failed(exc, "emptying the replica to build it again")
 
     def close(self) -> None:
         self.stopping = True

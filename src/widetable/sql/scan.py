@@ -157,8 +157,10 @@ def _search_pages(access: Access, attrs: list[str] | None, budget: Budget,
 
 
 def _pages(table: Table, start: tuple, end: tuple, fetch_base: bool, attrs: list[str] | None,
-           budget: Budget, limit: int | None) -> Iterator[list[tuple[tuple, dict]]]:
-    """Pages of ``(pk, columns)`` of ``[start, end)``, counted against the budget."""
+           budget: Budget, limit: int | None, raw: bool = False) -> Iterator[list]:
+    """Pages of ``(pk, columns)`` of ``[start, end)``, counted against the budget; ``raw``:
+    rows whose items 1 and 2 are the pk and columns (a decoded stored row as it is, on a
+    table with ``plain_reads``: one Python step less a row)."""
     k = 0
     left = limit
     while not budget.stop.is_set():
@@ -176,12 +178,15 @@ def _pages(table: Table, start: tuple, end: tuple, fetch_base: bool, attrs: list
         elif table.plain_reads:
             blobs, nxt = table.stored_range(start, end, limit=size)
             nbytes = sum(map(len, blobs))
-            rows = [(r[1], r[2]) for r in map(_unpack, blobs)]
+            rows = list(map(_unpack, blobs)) if raw else [(r[1], r[2]) for r in map(_unpack, blobs)]
         else:
             page = table.get_range(start, end, limit=size)
             rows = [(r.primary_key, r.columns) for r in page.rows]
             nbytes = sum(len(repr(r[1])) for r in rows)
             nxt = page.next_start_primary_key
+        if raw and not (table.plain_reads and not fetch_base):
+            rows = [(None, tuple(pk), cells) for pk, cells in rows]
+
         budget.charge(table.name, len(rows), nbytes)
         if rows:
             yield rows
@@ -200,7 +205,8 @@ def batches(access: Access, columns: tuple[Column, ...], budget: Budget,
     fetch = access.kind == "index" and not access.covering
     key_names = access.base.schema.pk_names if fetch else table.schema.pk_names
     page = _Page(access.base.name, columns, key_names)
-    attrs = [c.name for c in columns if c.name not in access.base.schema.pk_names] or None
+    base_keys = access.base.schema.pk_names
+    attrs = [c.name for c in columns if c.name not in base_keys] or None
     limit = access.limit
     arity = len(table.schema.pk_names)
 
@@ -235,29 +241,32 @@ def batches(access: Access, columns: tuple[Column, ...], budget: Budget,
 
 
 def rows(access: Access, columns: tuple[Column, ...], budget: Budget) -> Iterator[list]:
-    """Pages of ``(pk, columns)`` of an access path, read in key order, without Arrow (the
-    session's direct path); counted against the budget like ``batches``."""
+    """Pages of rows of an access path, read in key order, without Arrow (the session's
+    direct path); counted against the budget like ``batches``. A row's items 1 and 2
+    are its pk and columns."""
     table = access.table
     fetch = access.kind == "index" and not access.covering
-    attrs = [c.name for c in columns if c.name not in access.base.schema.pk_names] or None
+    base_keys = access.base.schema.pk_names
+    attrs = [c.name for c in columns if c.name not in base_keys] or None
     arity = len(table.schema.pk_names)
     if access.kind == "search":
-        yield from _search_pages(access, attrs, budget, access.limit)
+        for page in _search_pages(access, attrs, budget, access.limit):
+            yield [(None, tuple(pk), cells) for pk, cells in page]
         return
     if access.points:
         for pk in access.points:
             if fetch:
                 row = table.get_row(pk, columns=attrs, fetch_base=True)  # type: ignore[call-arg]
-                found = [] if row is None else [(row.primary_key, row.columns)]
+                found = [] if row is None else [(None, tuple(row.primary_key), row.columns)]
                 budget.charge(access.base.name, 1, 0)
             elif table.plain_reads:
                 blob = table.stored_row(pk)
                 budget.charge(table.name, 1, len(blob) if blob else 0)
-                found = [] if blob is None else [_unpack(blob)[1:3]]
+                found = [] if blob is None else [_unpack(blob)]
             else:
                 row = table.get_row(pk)
                 budget.charge(table.name, 1, 0)
-                found = [] if row is None else [(row.primary_key, row.columns)]
+                found = [] if row is None else [(None, tuple(row.primary_key), row.columns)]
             if found:
                 yield found
         return
@@ -265,7 +274,7 @@ def rows(access: Access, columns: tuple[Column, ...], budget: Budget) -> Iterato
                                                            (INF_MAX,) * arity)]
     left = access.limit
     for start, end in ranges:
-        for page in _pages(table, start, end, fetch, attrs, budget, left):
+        for page in _pages(table, start, end, fetch, attrs, budget, left, raw=True):
             yield page
             if left is not None:
                 left -= len(page)

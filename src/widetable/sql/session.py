@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING
 from ..errors import ObjectNotExist, ParameterInvalid, WidetableError, describe
 from . import statements
 from .access import Access, bind, choose
+from .fastpath import PointPath, Shaper, defined_types
 from .mapping import Mapping, MappingCatalog
-from .planner import QueryPlan, plan_query
-from .result import SQLResult
+from .planner import Param, QueryPlan, plan_query
+from .result import SQLResult, normalized_schema, sql_type
+from .scan import Budget, arrow_schema, batches, rows
 from .types import SQL_NAME, fits
 
 if TYPE_CHECKING:
@@ -172,7 +174,6 @@ class SQLSession:
                                  "which does not exist") from None
 
     def _budget(self, limits):
-        from .scan import Budget
         max_rows, max_bytes, timeout, _ = limits
         deadline = None if timeout is None else time.monotonic() + timeout
         return Budget(max_rows, max_bytes, deadline, timeout)
@@ -188,7 +189,6 @@ class SQLSession:
         if plan.direct and accesses[0].exact and budget.max_rows is not None:
             return self._direct(plan, accesses[0], values, budget)
         running = self._run(plan, accesses, values, budget, limits[3])
-        from .result import normalized_schema, sql_type
         schema = normalized_schema(running.reader.schema)
         columns = [(f.name, sql_type(f.type)) for f in schema]
         return SQLResult(columns, stream=iter(running), schema=schema, stats=budget.rows_read,
@@ -196,7 +196,6 @@ class SQLSession:
 
     def _sources(self, plan: QueryPlan, accesses: list[Access], budget,
                  columnar: bool = True) -> list:
-        from .scan import batches
         sources = []
         for spec, access in zip(plan.scans, accesses):
             replica = self._replica(spec, access) if columnar else None
@@ -308,8 +307,6 @@ class SQLSession:
     def _direct(self, plan: QueryPlan, access: Access, values: list, budget) -> SQLResult:
         """Plain columns of exact key ranges: the rows, read in key order, without DuckDB
         (bounded by ``max_scan_rows``). LIMIT and OFFSET apply here."""
-        from .fastpath import Shaper, defined_types
-        from .scan import rows
         spec = plan.scans[0]
         tree_limit, tree_offset = spec.limit, spec.offset
         n = bind_value(tree_limit, values) if tree_limit is not None else None
@@ -320,8 +317,11 @@ class SQLSession:
         columns = [(name, SQL_NAME[c.wtype]) for name, c in plan.output]
         names = access.base.schema.pk_names if (access.kind == "index" and not access.covering) \
             or access.kind == "search" else access.table.schema.pk_names
-        shape = Shaper(plan.output, names, defined_types(access.base) if names ==
-                       access.base.schema.pk_names else {}, access.base.name)
+        defined = defined_types(access.base) if names == access.base.schema.pk_names else {}
+        key = (names, tuple(defined.items()), access.base.name)
+        shape = plan.shapers.get(key)
+        if shape is None:
+            shape = plan.shapers[key] = Shaper(plan.output, names, defined, access.base.name)
         out: list[tuple] = []
         for page in rows(access, spec.columns, budget):
             out.extend(shape.page(page))
@@ -335,7 +335,6 @@ class SQLSession:
                ) -> SQLResult | None:
         """The get_row path; None when the bound values do not fit the key (DuckDB decides).
         ``text``: the statement, whose compiled point path the next call takes."""
-        from .fastpath import PointPath
         spec = plan.scans[0]
         table = self._table(spec.mapping)
         path = PointPath(plan, table, self._ctx.tables)
@@ -395,7 +394,6 @@ class SQLSession:
         applied exactly by Arrow's scanner on each batch (DuckDB hands a record batch
         reader's filters and columns to ``pyarrow.dataset.Scanner.from_batches`` and does
         not check them again); a replica's by DuckDB's table scan."""
-        from .scan import arrow_schema
         engine = self._engine()
         sources = []
         for _, spec, replica in explained:
@@ -404,7 +402,11 @@ class SQLSession:
                     replica.table_id, [c.name for c in spec.columns])))
             else:
                 sources.append((spec.view, arrow_schema(spec.columns), None))
-        ops = engine.explain(plan.duck_sql, values, sources)
+        try:
+            ops = engine.explain(plan.duck_sql, values, sources)
+        except WidetableError as exc:  # EXPLAIN still shows the access paths
+            rows.append(("(duckdb plan)", "not available", exc.message))
+            return
         scans = [o for o in ops if o["name"] in ("ARROW_SCAN", "SEQ_SCAN", "TABLE_SCAN")]
         for o in scans:
             info = o["info"]
@@ -515,7 +517,6 @@ class SQLSession:
 
 
 def bind_value(v: object, values: list) -> object:
-    from .planner import Param
     if isinstance(v, Param):
         return values[v.n - 1] if v.n <= len(values) else None
     return v

@@ -7,12 +7,20 @@ methods, whose results it treats as opaque handles.
 Field kinds (``search/layout.py`` decides which field has which):
 
 * ``raw``   text, one term per value, untokenized (keywords, ids, geohash cells)
+* ``rawfast`` the same, also a fast field (a keyword that sorts and aggregates)
 * ``tok``   text given as a token list, with positions for phrase queries: tokens
             without whitespace go in joined by spaces and tantivy's whitespace tokenizer
             (``WS``, registered again at every open: tantivy does not save tokenizers)
             splits them back; others go in pre-tokenized
 * ``int`` / ``float`` / ``bool``   indexed numeric fields (also fast fields)
 * ``bytes`` the stored source of a document (``_src``)
+
+The primary-key order of row documents: ``pk_levels`` = 0 (an index made before
+levels existed) keeps ``_pk``, the order key as hex in a fast text field; N > 0
+gives ``_k0`` ... ``_k<N-1>`` instead, integer fast fields holding the order key
+8 bytes at a time (see ``search/ordered.py``). tantivy orders by an integer
+fast field in a few microseconds, but by a text one at about 20 us a hit
+(each hit's term is looked up in the dictionary).
 
 The checkpoint: ``commit(payload)`` replaces one document of kind ``ckpt``
 holding ``payload`` in the same tantivy commit as the documents it covers, so
@@ -31,9 +39,10 @@ from tantivy import Document, FieldType, Index, Occur, PreTokenizedString, Query
 _OCCUR = {"must": Occur.Must, "should": Occur.Should, "must_not": Occur.MustNot, "filter": Occur.Must}
 _RANGE_TYPE = {"int": FieldType.Integer, "float": FieldType.Float, "bool": FieldType.Boolean}
 WS = "widetable_ws"  # the whitespace tokenizer of ``tok`` fields
-HEAP = 15_000_000  # writer memory; tantivy needs 3 MB per thread at least
+HEAP = 40_000_000  # writer memory (a segment is flushed when it fills); 3 MB at least
 CKPT_KIND = "ckpt"
 CKPT_ID = "\x00ckpt"
+MAX_REGEX_TERM = 20  # characters: longer regexes pass tantivy's 1000-state limit (measured)
 
 
 class Shard:
@@ -43,19 +52,29 @@ class Shard:
     kinds. Thread-safe: writes take ``lock``; searches use their own searcher.
     """
 
-    def __init__(self, path: str | None, fields: list[tuple[str, str]]) -> None:
+    def __init__(self, path: str | None, fields: list[tuple[str, str]], pk_levels: int = 0,
+                 heap: int = HEAP) -> None:
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("_owner", tokenizer_name="raw", index_option="basic")
         sb.add_text_field("_kind", tokenizer_name="raw", index_option="basic")
         sb.add_text_field("_has", tokenizer_name="raw", index_option="basic")
         sb.add_integer_field("_ts", indexed=True, fast=True)
         sb.add_bytes_field("_src", stored=True)
-        sb.add_text_field("_pk", tokenizer_name="raw", fast=True, index_option="basic")
         self.kinds: dict[str, str] = {}
+        self.pk_levels = pk_levels
+        self.level_names = [f"_k{i}" for i in range(pk_levels)]
+        if pk_levels:
+            for name in self.level_names:
+                sb.add_integer_field(name, fast=True)
+                self.kinds[name] = "int"
+        else:
+            sb.add_text_field("_pk", tokenizer_name="raw", fast=True, index_option="basic")
         for name, kind in fields:
             self.kinds[name] = kind
             if kind == "raw":
                 sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
+            elif kind == "rawfast":
+                sb.add_text_field(name, tokenizer_name="raw", fast=True, index_option="basic")
             elif kind == "tok":
                 sb.add_text_field(name, tokenizer_name=WS, index_option="position")
             elif kind == "int":
@@ -75,43 +94,79 @@ class Shard:
             self.index = Index(self.schema)
         self.index.register_tokenizer(WS, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build())
         self.index.config_reader("Manual")
-        self.writer = self.index.writer(heap_size=HEAP, num_threads=1)
+        self.writer = self.index.writer(heap_size=heap, num_threads=1)
         self.lock = threading.Lock()
         self._row_kind = Query.term_query(self.schema, "_kind", "row", index_option="basic")
+        # Per level, the lowest and highest value ever added (deletes do not narrow it): a
+        # level with one value orders nothing, and ``ordered.first`` skips it.
+        self._spans: list[list[int] | None] = [self._span(n) for n in self.level_names]
+
+    def _span(self, name: str) -> list[int] | None:
+        se = self.index.searcher()
+        if not se.num_docs:
+            return None
+        q = Query.all_query()
+        lo = se.search(q, 1, count=False, order_by_field=name, order=tantivy.Order.Asc).hits
+        hi = se.search(q, 1, count=False, order_by_field=name, order=tantivy.Order.Desc).hits
+        if not lo or lo[0][0] is None:
+            return None
+        return [lo[0][0], hi[0][0]]
+
+    def constant(self, name: str) -> bool:
+        """Whether every document ever added holds one value in level ``name``."""
+        i = self.level_names.index(name) if name.startswith("_k") and name in self.level_names else -1
+        if i < 0:
+            return False
+        span = self._spans[i]
+        return span is not None and span[0] == span[1]
 
     # -- writing ---------------------------------------------------------------------
 
     def add(self, owner: str, kind: str, has: list[str], ts: int, src: bytes,
-            values: list[tuple[str, object]], order: str | None = None) -> None:
+            values: list[tuple[str, object]], order: str | list[int] | None = None) -> None:
         """Add one document (caller holds ``lock``). ``values``: ``[(field, value)]``, a
-        ``tok`` field's value being its token list; ``order``: the ``_pk`` sort string."""
-        d = Document()
-        d.add_text("_owner", owner)
+        ``tok`` field's value being its token list; ``order``: the ``_pk`` sort string, or
+        the ``pk_levels`` integers."""
+        # One dict turned into a Document in one call (Document.from_dict): about a third of
+        # the cost of an add_* call per value.
+        fields: dict[str, list] = {"_owner": [owner], "_kind": [kind], "_ts": [ts], "_src": [src]}
+        if has:
+            fields["_has"] = has
         if order is not None:
-            d.add_text("_pk", order)
-        d.add_text("_kind", kind)
-        for h in has:
-            d.add_text("_has", h)
-        d.add_integer("_ts", ts)
-        d.add_bytes("_src", src)
+            if isinstance(order, str):
+                fields["_pk"] = [order]
+            else:
+                spans = self._spans
+                for i, (name, v) in enumerate(zip(self.level_names, order)):
+                    fields[name] = [v]
+                    span = spans[i]
+                    if span is None:
+                        spans[i] = [v, v]
+                    elif v < span[0]:
+                        span[0] = v
+                    elif v > span[1]:
+                        span[1] = v
         kinds = self.kinds
+        pre = []
         for name, value in values:
             k = kinds[name]
-            if k == "raw":
-                d.add_text(name, value)  # type: ignore[arg-type]
-            elif k == "tok":
+            if k == "tok":
                 joined = " ".join(value)  # type: ignore[arg-type]
-                if len(joined.split()) == len(value):  # type: ignore[arg-type]
-                    d.add_text(name, joined)  # the whitespace tokenizer gives the tokens back
-                else:
+                if len(joined.split()) != len(value):  # type: ignore[arg-type]
                     toks = [Token(t, i, 0, 0) for i, t in enumerate(value)]  # type: ignore[arg-type]
-                    d.add_pre_tokenized_text(name, PreTokenizedString(joined, toks))
-            elif k == "int":
-                d.add_integer(name, value)  # type: ignore[arg-type]
+                    pre.append((name, PreTokenizedString(joined, toks)))
+                    continue
+                value = joined  # the whitespace tokenizer gives the tokens back
             elif k == "float":
-                d.add_float(name, value)  # type: ignore[arg-type]
+                value = value + 0.0  # type: ignore[operator] # -0.0 sorts as 0.0
+            got = fields.get(name)
+            if got is None:
+                fields[name] = [value]
             else:
-                d.add_boolean(name, value)  # type: ignore[arg-type]
+                got.append(value)
+        d = Document.from_dict(fields, self.schema)
+        for name, p in pre:
+            d.add_pre_tokenized_text(name, p)
         self.writer.add_document(d)
 
     def delete(self, owner: str) -> None:
@@ -195,6 +250,32 @@ class Shard:
     def count(self, searcher, query) -> int:
         return searcher.search(query, 1, count=True).count
 
+    def top_by(self, searcher, query, name: str, limit: int, desc: bool) -> list[tuple[object, object]]:
+        """``(value, address)`` of the first ``limit`` documents matching ``query`` in the order
+        of fast field ``name`` (documents without a value last, ties in any order)."""
+        if limit <= 0:
+            return []
+        return searcher.search(query, limit, count=False, order_by_field=name,
+                               order=tantivy.Order.Desc if desc else tantivy.Order.Asc).hits
+
+    def addresses(self, searcher, query, limit: int) -> list:
+        """The addresses of up to ``limit`` documents matching ``query`` (any order)."""
+        if limit <= 0:
+            return []
+        return [addr for _, addr in searcher.search(query, limit, count=False).hits]
+
+    def sources(self, searcher, addresses: list) -> list[bytes]:
+        doc = searcher.doc
+        return [doc(a).get_first("_src") for a in addresses]
+
+    def fast_values(self, searcher, name: str, addresses: list) -> list:
+        """The values of numeric fast field ``name`` of ``addresses`` (None where absent)."""
+        return searcher.fast_field_values(name, addresses) if addresses else []
+
+    def aggregate(self, searcher, query, spec: dict) -> dict:
+        """tantivy's aggregation request ``spec`` (Elasticsearch's JSON form) over ``query``."""
+        return searcher.aggregate(query, spec)
+
     def terms(self, searcher, name: str, prefix: str = "") -> list[str]:
         """Every term of ``name`` beginning with ``prefix`` (any order)."""
         return [t for t, _ in searcher.terms_with_prefix(name, prefix)]
@@ -235,6 +316,32 @@ class Shard:
                                  include_lower if lo is not None else True,
                                  include_upper if hi is not None else True)
 
+    def q_eq(self, name: str, value: object):
+        """Documents whose fast field ``name`` holds ``value``."""
+        kind = self.kinds[name]
+        if kind in ("int", "float"):
+            return Query.range_query(self.schema, name, _RANGE_TYPE[kind], value, value, True, True)
+        return Query.term_query(self.schema, name, value, index_option="basic")
+
+    def q_beyond(self, name: str, value: object, desc: bool):
+        """Documents whose field ``name`` holds a value after ``value`` in the order (before it
+        when ``desc``), exclusive."""
+        kind = self.kinds[name]
+        if kind in ("int", "float"):
+            lo, hi = (None, value) if desc else (value, None)
+            return Query.range_query(self.schema, name, _RANGE_TYPE[kind], lo, hi,
+                                     lo is None, hi is None)
+        if kind == "bool":
+            if value is not desc:  # nothing after True ascending, nor after False descending
+                return Query.empty_query()
+            return Query.term_query(self.schema, name, not value, index_option="basic")
+        if len(value) > MAX_REGEX_TERM:  # type: ignore[arg-type]
+            # tantivy refuses regexes over 1000 states: pick the terms from the dictionary
+            return self.q_terms(name, [t for t in self.terms(self.index.searcher(), name)
+                                       if (t < value if desc else t > value)])  # type: ignore[operator]
+        pattern = text_beyond(value, desc)  # type: ignore[arg-type]
+        return Query.empty_query() if pattern is None else Query.regex_query(self.schema, name, pattern)
+
     def q_ts_from(self, ts: int):
         return Query.range_query(self.schema, "_ts", FieldType.Integer, ts, None)
 
@@ -254,3 +361,33 @@ class Shard:
 
     def q_const(self, query, score: float = 1.0):
         return Query.const_score_query(query, score)
+
+
+_REGEX_META = set("\\.+*?()|[]{}^$#&-~\"")
+
+
+def _lit(c: str) -> str:
+    return "\\" + c if c in _REGEX_META else c
+
+
+def text_beyond(s: str, desc: bool) -> str | None:
+    """A regex (tantivy's syntax, whole term) for the strings after ``s`` in code point order,
+    or before it when ``desc``; None when there are none (nothing is before "").
+
+    Nested, so its size grows linearly with ``s``: after(c + t) = [>c].* | c after(t),
+    after("") = .+; before(c + t) = "" | [<c].* | c before(t), before("") = nothing."""
+    any_ = "[\\s\\S]"
+    tail = None if desc else any_ + "+"
+    for c in reversed(s):
+        k = ord(c)
+        alts = []
+        if not desc and k < 0x10FFFF:
+            alts.append(f"[\\x{{{k + 1:x}}}-\\x{{10ffff}}]{any_}*")
+        if desc:
+            alts.append("")
+            if k > 0:
+                alts.append(f"[\\x{{0}}-\\x{{{k - 1:x}}}]{any_}*")
+        if tail is not None:
+            alts.append(_lit(c) + "(" + tail + ")")
+        tail = "|".join(alts) if alts else None
+    return tail

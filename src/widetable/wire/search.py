@@ -9,11 +9,13 @@ are PlainBuffer bare values (``plainbuffer.encode_value`` / ``decode_value``).
 
 from __future__ import annotations
 
+import base64
 import math
 
 from ..errors import NotSupported, ParameterInvalid, describe
 from ..search import aggs as A
 from ..search import query as Q
+from ..search import geo
 from ..search import sort as S
 from ..search.execute import RETURN_ALL, RETURN_ALL_FROM_INDEX, RETURN_NONE
 from ..search.schema import FieldSchema
@@ -187,6 +189,12 @@ def decode_sort(msg) -> list[S.Sorter]:
 _AGGS = {1: ("AvgAggregation", A.AvgAgg), 2: ("MaxAggregation", A.MaxAgg),
          3: ("MinAggregation", A.MinAgg), 4: ("SumAggregation", A.SumAgg),
          5: ("CountAggregation", A.CountAgg), 6: ("DistinctCountAggregation", A.DistinctCountAgg)}
+_TOP_ROWS, _PERCENTILES = 7, 8
+_GEO_DISTANCE, _HISTOGRAM, _DATE_HISTOGRAM, _COMPOSITE = 4, 5, 6, 8
+# DateTimeUnit: calendar units, then fixed ones in milliseconds
+_CALENDAR = {1: "year", 2: "quarter", 3: "month"}
+_UNIT_MS = {4: 7 * 86_400_000, 5: 86_400_000, 6: 3_600_000, 7: 60_000, 8: 1000, 9: 1}
+_UTC = ("", "Z", "UTC", "+00:00", "-00:00", "+0000", "GMT")
 _AGG_RESULTS = {1: "AvgAggregationResult", 2: "MaxAggregationResult", 3: "MinAggregationResult",
                 4: "SumAggregationResult", 5: "CountAggregationResult",
                 6: "DistinctCountAggregationResult"}
@@ -195,8 +203,19 @@ _AGG_RESULTS = {1: "AvgAggregationResult", 2: "MaxAggregationResult", 3: "MinAgg
 def decode_aggs(msg) -> list:
     out = []
     for a in msg.aggs:
+        if a.type == _TOP_ROWS:
+            body = _parse(pb.TopRowsAggregation, a.body)
+            sort = decode_sort(body.sort) if body.HasField("sort") and len(body.sort.sorter) else None
+            out.append(A.TopRowsAgg(a.name, body.limit if body.HasField("limit") else 1, sort))
+            continue
+        if a.type == _PERCENTILES:
+            body = _parse(pb.PercentilesAggregation, a.body)
+            missing = _value(body.missing_value) if body.HasField("missing_value") else None
+            out.append(A.PercentilesAgg(a.name, body.field_name, tuple(body.percentiles) or (50.0,),
+                                        missing))
+            continue
         if a.type not in _AGGS:
-            raise NotSupported(f"aggregation type {a.type} is not supported over the wire yet")
+            raise NotSupported(f"aggregation type {a.type} is not supported")
         name, cls = _AGGS[a.type]
         body = _parse(getattr(pb, name), a.body)
         if a.type == 5:
@@ -207,11 +226,24 @@ def decode_aggs(msg) -> list:
     return out
 
 
-def encode_aggs(aggs: list, results: dict):
+def encode_aggs(aggs: list, results: dict, encode_row=None):
+    """``AggregationsResult`` of ``results``; ``encode_row(row)``: a PlainBuffer row (top_rows)."""
     out = pb.AggregationsResult()
     for a in aggs:
-        t = next(k for k, (_, cls) in _AGGS.items() if isinstance(a, cls))
         v = results[a.name]
+        if isinstance(a, A.TopRowsAgg):
+            if encode_row is None:
+                raise NotSupported("top_rows results need rows encoded")
+            r = pb.TopRowsAggregationResult(rows=[encode_row(row) for row in v])
+            out.agg_results.add(name=a.name, type=_TOP_ROWS, agg_result=r.SerializeToString())
+            continue
+        if isinstance(a, A.PercentilesAgg):
+            r = pb.PercentilesAggregationResult()
+            for p, x in (v or {}).items():
+                r.percentiles_aggregation_items.add(key=float(p), value=plainbuffer.encode_value(x))
+            out.agg_results.add(name=a.name, type=_PERCENTILES, agg_result=r.SerializeToString())
+            continue
+        t = next(k for k, (_, cls) in _AGGS.items() if isinstance(a, cls))
         r = getattr(pb, _AGG_RESULTS[t])()
         if t in (5, 6):
             r.value = int(v or 0)
@@ -235,6 +267,30 @@ def _group_sort(msg) -> tuple:
     return tuple(out)
 
 
+def _range_of(m, typed: bool = True) -> tuple | None:
+    if not m.HasField("field_range"):
+        return None
+    r = m.field_range
+    if not (r.HasField("min") and r.HasField("max")):
+        raise ParameterInvalid("field_range needs min and max")
+    return (_value(r.min), _value(r.max))
+
+
+def _interval_of(m) -> object:
+    """A date histogram's interval: milliseconds, or "month", "quarter", "year"."""
+    iv = m.interval
+    n = iv.value if iv.HasField("value") else 0
+    if n <= 0:
+        raise ParameterInvalid(f"date histogram interval must be positive, got {n}")
+    if iv.unit in _CALENDAR:
+        if n != 1:
+            raise NotSupported(f"a calendar interval of {n} {_CALENDAR[iv.unit]}s is not supported; use 1")
+        return _CALENDAR[iv.unit]
+    if iv.unit not in _UNIT_MS:
+        raise ParameterInvalid(f"unknown date histogram unit {iv.unit}")
+    return n * _UNIT_MS[iv.unit]
+
+
 def decode_group_bys(msg) -> list:
     out = []
     for g in msg.group_bys:
@@ -253,12 +309,58 @@ def decode_group_bys(msg) -> list:
             m = _parse(pb.GroupByFilter, g.body)
             out.append(A.GroupByFilter(g.name, tuple(decode_query(q) for q in m.filters),
                                        tuple(decode_aggs(m.sub_aggs)), tuple(decode_group_bys(m.sub_group_bys))))
+        elif g.type == _GEO_DISTANCE:
+            m = _parse(pb.GroupByGeoDistance, g.body)
+            ranges = tuple((None if math.isinf(r.begin) else r.begin, None if math.isinf(r.end) else r.end)
+                           for r in m.ranges)
+            out.append(A.GroupByGeoDistance(g.name, m.field_name, (m.origin.lat, m.origin.lon), ranges,
+                                            tuple(decode_aggs(m.sub_aggs)),
+                                            tuple(decode_group_bys(m.sub_group_bys))))
+        elif g.type == _HISTOGRAM:
+            m = _parse(pb.GroupByHistogram, g.body)
+            if not m.HasField("interval"):
+                raise ParameterInvalid(f"GroupByHistogram {g.name!r} needs an interval")
+            out.append(A.GroupByHistogram(
+                g.name, m.field_name, _value(m.interval), 0,
+                m.min_doc_count if m.HasField("min_doc_count") else 1,
+                tuple(decode_aggs(m.sub_aggs)), tuple(decode_group_bys(m.sub_group_bys)),
+                _range_of(m), _value(m.missing_value) if m.HasField("missing_value") else None,
+                _group_sort(m.sort)))
+        elif g.type == _DATE_HISTOGRAM:
+            m = _parse(pb.GroupByDateHistogram, g.body)
+            if m.HasField("time_zone") and m.time_zone not in _UTC:
+                raise NotSupported(f"date histogram time zone {m.time_zone!r}: only UTC is supported")
+            if m.HasField("offset") and m.offset.value:
+                raise NotSupported("a date histogram offset is not supported")
+            out.append(A.GroupByDateHistogram(
+                g.name, m.field_name, _interval_of(m),
+                m.min_doc_count if m.HasField("min_doc_count") else 1,
+                tuple(decode_aggs(m.sub_aggs)), tuple(decode_group_bys(m.sub_group_bys)),
+                _range_of(m), _value(m.missing) if m.HasField("missing") else None,
+                _group_sort(m.sort)))
+        elif g.type == _COMPOSITE:
+            m = _parse(pb.GroupByComposite, g.body)
+            sources = []
+            for src in m.sources.group_bys:
+                if src.type != 1:
+                    raise NotSupported("GroupByComposite sources are GroupByField only")
+                sources.append(_parse(pb.GroupByField, src.body).field_name)
+            if len(m.sub_group_bys.group_bys):
+                raise NotSupported("GroupByComposite sub group-bys are not supported")
+            token = None
+            if m.HasField("next_token") and m.next_token:
+                try:
+                    token = base64.b64decode(m.next_token, validate=True)
+                except ValueError:
+                    raise ParameterInvalid("GroupByComposite next_token is invalid") from None
+            out.append(A.GroupByComposite(g.name, tuple(sources), m.size if m.HasField("size") else 10,
+                                          token, tuple(decode_aggs(m.sub_aggs))))
         else:
-            raise NotSupported(f"group-by type {g.type} is not supported over the wire yet")
+            raise NotSupported(f"group-by type {g.type} is not supported")
     return out
 
 
-def encode_group_bys(gbs: list, results: dict):
+def encode_group_bys(gbs: list, results: dict, encode_row=None):
     out = pb.GroupBysResult()
     for g in gbs:
         groups = results[g.name]
@@ -266,32 +368,58 @@ def encode_group_bys(gbs: list, results: dict):
             r = pb.GroupByFieldResult()
             for grp in groups:
                 item = r.group_by_field_result_items.add(key=str(grp.key), row_count=grp.row_count)
-                _sub(item, g, grp)
+                _sub(item, g, grp, encode_row)
             t = 1
-        elif isinstance(g, A.GroupByRange):
-            r = pb.GroupByRangeResult()
+        elif isinstance(g, (A.GroupByRange, A.GroupByGeoDistance)):
+            geo = isinstance(g, A.GroupByGeoDistance)
+            r = pb.GroupByGeoDistanceResult() if geo else pb.GroupByRangeResult()
+            items = r.group_by_geo_distance_result_items if geo else r.group_by_range_result_items
             for grp in groups:
                 lo, hi = grp.key
-                item = r.group_by_range_result_items.add(
-                    range_from=-math.inf if lo is None else lo, range_to=math.inf if hi is None else hi,
-                    row_count=grp.row_count)
-                _sub(item, g, grp)
-            t = 2
+                item = items.add(range_from=-math.inf if lo is None else lo,
+                                 range_to=math.inf if hi is None else hi, row_count=grp.row_count)
+                _sub(item, g, grp, encode_row)
+            t = _GEO_DISTANCE if geo else 2
+        elif isinstance(g, A.GroupByHistogram):
+            r = pb.GroupByHistogramResult()
+            for grp in groups:
+                item = r.group_by_histogra_items.add(key=plainbuffer.encode_value(grp.key),
+                                                     value=grp.row_count)
+                _sub(item, g, grp, encode_row)
+            t = _HISTOGRAM
+        elif isinstance(g, A.GroupByDateHistogram):
+            r = pb.GroupByDateHistogramResult()
+            for grp in groups:
+                item = r.group_by_date_histogram_items.add(timestamp=int(grp.key), row_count=grp.row_count)
+                _sub(item, g, grp, encode_row)
+            t = _DATE_HISTOGRAM
+        elif isinstance(g, A.GroupByComposite):
+            page, token = groups
+            r = pb.GroupByCompositeResult(source_group_by_names=list(g.sources))
+            for grp in page:
+                item = r.group_by_composite_result_items.add(
+                    keys=["" if k is None else str(k) for k in grp.key],
+                    is_null_keys=[k is None for k in grp.key], row_count=grp.row_count)
+                _sub(item, g, grp, encode_row)
+            if token is not None:
+                r.next_token = base64.b64encode(token).decode()
+            t = _COMPOSITE
         else:
             r = pb.GroupByFilterResult()
             for grp in groups:
                 item = r.group_by_filter_result_items.add(row_count=grp.row_count)
-                _sub(item, g, grp)
+                _sub(item, g, grp, encode_row)
             t = 3
         out.group_by_results.add(name=g.name, type=t, group_by_result=r.SerializeToString())
     return out
 
 
-def _sub(item, g, grp) -> None:
+def _sub(item, g, grp, encode_row=None) -> None:
     if g.sub_aggs:
-        item.sub_aggs_result.CopyFrom(encode_aggs(list(g.sub_aggs), grp.aggs))
-    if g.sub_group_bys:
-        item.sub_group_bys_result.CopyFrom(encode_group_bys(list(g.sub_group_bys), grp.group_bys))
+        item.sub_aggs_result.CopyFrom(encode_aggs(list(g.sub_aggs), grp.aggs, encode_row))
+    if getattr(g, "sub_group_bys", ()):
+        item.sub_group_bys_result.CopyFrom(encode_group_bys(list(g.sub_group_bys), grp.group_bys,
+                                                            encode_row))
 
 
 
@@ -404,9 +532,23 @@ def encode_sort(sorters: list) -> object:
 def encode_agg_requests(aggs: list):
     out = pb.Aggregations()
     for a in aggs:
+        if isinstance(a, A.TopRowsAgg):
+            body = pb.TopRowsAggregation(limit=a.limit)
+            if a.sort is not None:
+                body.sort.CopyFrom(encode_sort(list(a.sort) if isinstance(a.sort, (list, tuple))
+                                               else [a.sort]))
+            out.aggs.add(name=a.name, type=_TOP_ROWS, body=body.SerializeToString())
+            continue
+        if isinstance(a, A.PercentilesAgg):
+            body = pb.PercentilesAggregation(field_name=a.field_name,
+                                             percentiles=[float(p) for p in a.percentiles])
+            if a.missing is not None:
+                body.missing_value = plainbuffer.encode_value(a.missing)
+            out.aggs.add(name=a.name, type=_PERCENTILES, body=body.SerializeToString())
+            continue
         t = next((k for k, (_, cls) in _AGGS.items() if type(a) is cls), None)
         if t is None:
-            raise NotSupported(f"{type(a).__name__} does not travel over the wire yet")
+            raise NotSupported(f"{type(a).__name__} does not travel over the wire")
         body = getattr(pb, _AGGS[t][0])(field_name=a.field_name)
         if t != 5 and a.missing is not None:
             body.missing = plainbuffer.encode_value(a.missing)
@@ -447,16 +589,76 @@ def encode_group_by_requests(gbs: list):
                                     sub_aggs=encode_agg_requests(list(g.sub_aggs)),
                                     sub_group_bys=encode_group_by_requests(list(g.sub_group_bys)))
             t = 3
+        elif isinstance(g, A.GroupByGeoDistance):
+            lat, lon = geo.point(g.origin, "GroupByGeoDistance origin")
+            body = pb.GroupByGeoDistance(field_name=g.field_name, origin=pb.GeoPoint(lat=lat, lon=lon), ranges=[
+                pb.Range(begin=-math.inf if lo is None else lo, end=math.inf if hi is None else hi)
+                for lo, hi in g.ranges], sub_aggs=encode_agg_requests(list(g.sub_aggs)),
+                sub_group_bys=encode_group_by_requests(list(g.sub_group_bys)))
+            t = _GEO_DISTANCE
+        elif isinstance(g, (A.GroupByHistogram, A.GroupByDateHistogram)):
+            date = isinstance(g, A.GroupByDateHistogram)
+            body = pb.GroupByDateHistogram() if date else pb.GroupByHistogram()
+            body.field_name = g.field_name
+            if date:
+                body.interval.CopyFrom(_interval_msg(g.interval))
+            else:
+                if g.offset:
+                    raise NotSupported("a histogram offset does not travel over Tablestore's protocol")
+                body.interval = plainbuffer.encode_value(g.interval)
+            body.min_doc_count = g.min_doc_count
+            if g.field_range is not None:
+                body.field_range.min = plainbuffer.encode_value(g.field_range[0])
+                body.field_range.max = plainbuffer.encode_value(g.field_range[1])
+            if g.missing is not None:
+                if date:
+                    body.missing = plainbuffer.encode_value(g.missing)
+                else:
+                    body.missing_value = plainbuffer.encode_value(g.missing)
+            if g.group_by_sort:
+                body.sort.CopyFrom(_group_sort_msg(g.group_by_sort))
+            body.sub_aggs.CopyFrom(encode_agg_requests(list(g.sub_aggs)))
+            body.sub_group_bys.CopyFrom(encode_group_by_requests(list(g.sub_group_bys)))
+            t = _DATE_HISTOGRAM if date else _HISTOGRAM
+        elif isinstance(g, A.GroupByComposite):
+            sources = pb.GroupBys()
+            for f in g.sources:
+                sources.group_bys.add(name=f, type=1, body=pb.GroupByField(field_name=f).SerializeToString())
+            body = pb.GroupByComposite(sources=sources, size=g.size,
+                                       sub_aggs=encode_agg_requests(list(g.sub_aggs)))
+            if g.next_token is not None:
+                body.next_token = base64.b64encode(g.next_token).decode()
+            t = _COMPOSITE
         else:
-            raise NotSupported(f"{type(g).__name__} does not travel over the wire yet")
+            raise NotSupported(f"{type(g).__name__} does not travel over the wire")
         out.group_bys.add(name=g.name, type=t, body=body.SerializeToString())
     return out
 
 
-def decode_agg_results(aggs: list, raw: bytes) -> dict:
+def _interval_msg(interval: object):
+    """The DateTimeValue of a date histogram's interval (ms, or a calendar unit)."""
+    if isinstance(interval, str):
+        unit = next(k for k, v in _CALENDAR.items() if v == interval)
+        return pb.DateTimeValue(value=1, unit=unit)
+    for unit in (5, 6, 7, 8, 9):  # the coarsest fixed unit dividing it (value is an int32)
+        ms = _UNIT_MS[unit]
+        if interval % ms == 0 and interval // ms < 2**31:  # type: ignore[operator]
+            return pb.DateTimeValue(value=interval // ms, unit=unit)  # type: ignore[operator]
+    raise ParameterInvalid(f"date histogram interval {interval!r} ms does not travel")
+
+
+def decode_agg_results(aggs: list, raw: bytes, decode_row=None) -> dict:
     msg = pb.AggregationsResult.FromString(raw)
-    out = {}
+    out: dict = {}
     for r in msg.agg_results:
+        if r.type == _TOP_ROWS:
+            rows = pb.TopRowsAggregationResult.FromString(r.agg_result).rows
+            out[r.name] = [decode_row(x) for x in rows] if decode_row else list(rows)
+            continue
+        if r.type == _PERCENTILES:
+            items = pb.PercentilesAggregationResult.FromString(r.agg_result).percentiles_aggregation_items
+            out[r.name] = {it.key: _value(it.value) for it in items} or None
+            continue
         body = getattr(pb, _AGG_RESULTS[r.type]).FromString(r.agg_result)
         v = body.value
         if r.type in (1, 4) and isinstance(v, float) and math.isnan(v):
@@ -471,36 +673,55 @@ def decode_agg_results(aggs: list, raw: bytes) -> dict:
     return out
 
 
-def decode_group_by_results(gbs: list, raw: bytes) -> dict:
+def decode_group_by_results(gbs: list, raw: bytes, decode_row=None) -> dict:
     msg = pb.GroupBysResult.FromString(raw)
     by_name = {g.name: g for g in gbs}
-    out = {}
+    out: dict = {}
     for r in msg.group_by_results:
         g = by_name.get(r.name)
-        groups = []
+        body = r.group_by_result
+        groups: list = []
         if r.type == 1:
-            for it in pb.GroupByFieldResult.FromString(r.group_by_result).group_by_field_result_items:
-                groups.append(_group(g, it.key, it))
-        elif r.type == 2:
-            for it in pb.GroupByRangeResult.FromString(r.group_by_result).group_by_range_result_items:
+            for it in pb.GroupByFieldResult.FromString(body).group_by_field_result_items:
+                groups.append(_group(g, it.key, it, decode_row))
+        elif r.type in (2, _GEO_DISTANCE):
+            res = pb.GroupByRangeResult.FromString(body).group_by_range_result_items if r.type == 2 \
+                else pb.GroupByGeoDistanceResult.FromString(body).group_by_geo_distance_result_items
+            for it in res:
                 key = (None if math.isinf(it.range_from) else it.range_from,
                        None if math.isinf(it.range_to) else it.range_to)
-                groups.append(_group(g, key, it))
+                groups.append(_group(g, key, it, decode_row, it.row_count))
         elif r.type == 3:
-            items = pb.GroupByFilterResult.FromString(r.group_by_result).group_by_filter_result_items
+            items = pb.GroupByFilterResult.FromString(body).group_by_filter_result_items
             for q, it in zip(g.filters if g is not None else [None] * len(items), items):
-                groups.append(_group(g, q, it))
+                groups.append(_group(g, q, it, decode_row))
+        elif r.type == _HISTOGRAM:
+            for it in pb.GroupByHistogramResult.FromString(body).group_by_histogra_items:
+                groups.append(_group(g, _value(it.key), it, decode_row, it.value))
+        elif r.type == _DATE_HISTOGRAM:
+            for it in pb.GroupByDateHistogramResult.FromString(body).group_by_date_histogram_items:
+                groups.append(_group(g, it.timestamp, it, decode_row))
+        elif r.type == _COMPOSITE:
+            res = pb.GroupByCompositeResult.FromString(body)
+            for it in res.group_by_composite_result_items:
+                # keys travel as text (Tablestore's message): they come back as text
+                key = tuple(None if null else k for k, null in zip(it.keys, it.is_null_keys))
+                groups.append(_group(g, key, it, decode_row))
+            token = base64.b64decode(res.next_token) if res.HasField("next_token") and res.next_token \
+                else None
+            out[r.name] = (groups, token)
+            continue
         out[r.name] = groups
     return out
 
 
-def _group(g, key: object, item) -> A.Group:
-    aggs = decode_agg_results(list(getattr(g, "sub_aggs", ())),
-                              item.sub_aggs_result.SerializeToString()) if item.HasField("sub_aggs_result") else {}
+def _group(g, key: object, item, decode_row=None, count: int | None = None) -> A.Group:
+    aggs = decode_agg_results(list(getattr(g, "sub_aggs", ())), item.sub_aggs_result.SerializeToString(),
+                              decode_row) if item.HasField("sub_aggs_result") else {}
     subs = decode_group_by_results(list(getattr(g, "sub_group_bys", ())),
-                                   item.sub_group_bys_result.SerializeToString()) \
+                                   item.sub_group_bys_result.SerializeToString(), decode_row) \
         if item.HasField("sub_group_bys_result") else {}
-    return A.Group(key, item.row_count, aggs, subs)
+    return A.Group(key, item.row_count if count is None else count, aggs, subs)
 
 
 def columns_msg(columns: object):

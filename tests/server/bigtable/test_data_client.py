@@ -197,3 +197,9 @@ def test_every_rpc_through_the_async_data_client(emulator_env, make_table):
             await client.close()
 
     asyncio.run(run())
+
+
+def test_execute_query_is_a_clear_unimplemented(data_client, make_table):
+    name = make_table()
+    with pytest.raises(gexc.MethodNotImplemented, match="GoogleSQL over Bigtable tables"):
+        list(data_client.execute_query(f"SELECT _key FROM `{name}`", INSTANCE))

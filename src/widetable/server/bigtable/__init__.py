@@ -37,6 +37,9 @@ from .service import Registry
 log = logging.getLogger("widetable.server.bigtable")
 
 MAX_MESSAGE = 256 * 2**20 + 2**20  # a request may carry a 256 MiB row, plus its framing
+OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE),
+           ("grpc.max_send_message_length", MAX_MESSAGE),
+           ("grpc.so_reuseport", 0)]
 
 
 class BigtableServer:
@@ -45,7 +48,13 @@ class BigtableServer:
 
     def __init__(self, db, pool: Executor, host: str = "127.0.0.1", port: int = 0,
                  certfile: str | None = None, keyfile: str | None = None,
-                 token: str | None = None) -> None:
+                 token: str | None = None, capacity: int | None = None) -> None:
+        """``pool``: where calls that may run long go (table DDL, big MutateRows).
+        ``capacity``: operations per second per partition set on tables created here
+        (None: left as the store's default).
+
+        grpc's asyncio server, not its threaded one: measured here, the threaded server
+        spent as much CPU per call or more (its threads contend for the GIL)."""
         if (certfile is None) != (keyfile is None):
             raise ValueError("TLS needs both a certificate and a key")
         self.db = db
@@ -53,9 +62,9 @@ class BigtableServer:
         self.tls = certfile is not None
         self.token = token is not None
         bt = db.bigtable
-        registry = Registry(token)
-        DataService(bt, pool).register(registry)
-        TableAdminService(bt, pool).register(registry)
+        registry = Registry(token, pool)
+        DataService(bt).register(registry)
+        TableAdminService(db, capacity).register(registry)
         self._loop = asyncio.new_event_loop()
         self._stopped = threading.Event()
         self._done = asyncio.Event()
@@ -69,12 +78,9 @@ class BigtableServer:
         self._server, self.port = self._loop.run_until_complete(
             self._bind(registry, host, port, creds))
 
-    async def _bind(self, registry: Registry, host: str, port: int, creds):
-        server = grpc.aio.server(options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE),
-            ("grpc.max_send_message_length", MAX_MESSAGE),
-            ("grpc.so_reuseport", 0),
-        ])
+    @staticmethod
+    async def _bind(registry: Registry, host: str, port: int, creds):
+        server = grpc.aio.server(options=OPTIONS)
         server.add_generic_rpc_handlers(registry.handlers())
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         try:

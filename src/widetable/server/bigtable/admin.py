@@ -8,7 +8,6 @@ takes more than a moment, and the event loop keeps serving data calls meanwhile.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 
 from ...errors import ObjectNotExist, ParameterInvalid
@@ -22,43 +21,45 @@ CONSISTENCY_TOKEN = "widetable-consistent"  # one copy of the data: always consi
 
 
 class TableAdminService:
-    def __init__(self, bt, pool) -> None:
-        self.bt = bt
-        self.pool = pool
+    def __init__(self, db, capacity: int | None = None) -> None:
+        """``capacity``: the server's ``--capacity`` (operations per second per partition),
+        set on the tables created here as the Tablestore side sets it on its own."""
+        self.db = db
+        self.bt = db.bigtable
+        self.capacity = capacity
 
     def register(self, reg: Registry) -> None:
         reg.service(TABLE_ADMIN)
-        for name in ("CreateTable", "GetTable", "ListTables", "DeleteTable",
-                     "ModifyColumnFamilies", "DropRowRange", "GenerateConsistencyToken",
-                     "CheckConsistency"):
+        for name in ("GetTable", "ListTables", "GenerateConsistencyToken", "CheckConsistency"):
             reg.add(TABLE_ADMIN, name, getattr(self, _snake(name)))
+        for name in ("CreateTable", "DeleteTable", "ModifyColumnFamilies", "DropRowRange"):
+            reg.add(TABLE_ADMIN, name, getattr(self, _snake(name)), pooled=_always)
         reg.service(OPERATIONS)
         reg.add(OPERATIONS, "GetOperation", self.get_operation)
         reg.add(OPERATIONS, "ListOperations", self.list_operations)
         reg.service(INSTANCE_ADMIN)  # every method UNIMPLEMENTED, as the emulator answers
 
-    async def _pooled(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-
     def _table(self, name: str, field: str = "name"):
         tid = table_id(name, field)
         return tid, self.bt.get_table(tid)
 
-    async def create_table(self, req, context):
+    def create_table(self, req, context):
         parent = instance_name(req.parent)
         if not req.table_id:
             raise ParameterInvalid("table_id is empty")
         families = [decode_family(name, cf) for name, cf in sorted(req.table.column_families.items())]
         splits = decode_splits(req.initial_splits)
-        await self._pooled(self.bt.create_table, req.table_id, families, splits)
+        self.bt.create_table(req.table_id, families, splits)
+        if self.capacity is not None:
+            self.db.update_table(req.table_id, capacity=self.capacity)
         info = self.bt.get_table(req.table_id)
         return encode_table(info, f"{parent}/tables/{req.table_id}")
 
-    async def get_table(self, req, context):
+    def get_table(self, req, context):
         tid, info = self._table(req.name)
         return encode_table(info, req.name, req.view)
 
-    async def list_tables(self, req, context):
+    def list_tables(self, req, context):
         parent = instance_name(req.parent)
         if req.page_size < 0:
             raise ParameterInvalid(f"page_size {req.page_size} is negative")
@@ -81,12 +82,12 @@ class TableAdminService:
             resp.next_page_token = page[-1]
         return resp
 
-    async def delete_table(self, req, context):
+    def delete_table(self, req, context):
         tid = table_id(req.name, "name")
-        await self._pooled(self.bt.delete_table, tid)
+        self.bt.delete_table(tid)
         return EMPTY()
 
-    async def modify_column_families(self, req, context):
+    def modify_column_families(self, req, context):
         tid, info = self._table(req.name)
         create, update, drop = [], [], []
         for i, mod in enumerate(req.modifications):
@@ -112,29 +113,28 @@ class TableAdminService:
                 if "value_type" in paths and new.aggregate != old.aggregate:
                     raise ParameterInvalid(f"column family {mod.id!r}: its value_type cannot change")
                 update.append(changed)
-        await self._pooled(lambda: self.bt.modify_families(tid, create=create, update=update,
-                                                           drop=drop))
+        self.bt.modify_families(tid, create=create, update=update, drop=drop)
         return encode_table(self.bt.get_table(tid), req.name)
 
-    async def drop_row_range(self, req, context):
+    def drop_row_range(self, req, context):
         tid = table_id(req.name, "name")
         kind = req.WhichOneof("target")
         if kind == "row_key_prefix":
             if not req.row_key_prefix:
                 raise ParameterInvalid("row_key_prefix is empty (use delete_all_data_from_table)")
-            await self._pooled(lambda: self.bt.drop_row_range(tid, prefix=req.row_key_prefix))
+            self.bt.drop_row_range(tid, prefix=req.row_key_prefix)
         elif kind == "delete_all_data_from_table" and req.delete_all_data_from_table:
-            await self._pooled(lambda: self.bt.drop_row_range(tid, all_rows=True))
+            self.bt.drop_row_range(tid, all_rows=True)
         else:
             raise ParameterInvalid("DropRowRange sets neither row_key_prefix nor "
                                    "delete_all_data_from_table")
         return EMPTY()
 
-    async def generate_consistency_token(self, req, context):
+    def generate_consistency_token(self, req, context):
         self._table(req.name)
         return admin.GenerateConsistencyTokenResponse(consistency_token=CONSISTENCY_TOKEN)
 
-    async def check_consistency(self, req, context):
+    def check_consistency(self, req, context):
         self._table(req.name)
         if req.consistency_token != CONSISTENCY_TOKEN:
             raise ParameterInvalid(f"consistency_token {req.consistency_token!r} was not "
@@ -143,12 +143,16 @@ class TableAdminService:
 
     # -- google.longrunning: no call served here starts one (CreateTable is unary) ----------
 
-    async def get_operation(self, req, context):
+    def get_operation(self, req, context):
         raise ObjectNotExist(f"operation {req.name!r} not found")
 
-    async def list_operations(self, req, context):
+    def list_operations(self, req, context):
         from ...wire.bigtable import lro
         return lro.ListOperationsResponse()
+
+
+def _always(request) -> bool:
+    return True
 
 
 def _snake(name: str) -> str:

@@ -9,8 +9,6 @@ loop keeps serving other calls meanwhile.
 
 from __future__ import annotations
 
-import asyncio
-
 from ...errors import ParameterInvalid, WidetableError
 from ...wire.bigtable import DATA, rpc, v2
 from ...wire.bigtable.convert import (
@@ -33,15 +31,15 @@ _OK = rpc.Status()
 class DataService:
     """The data API's handlers over ``bt`` (a BigtableInstance)."""
 
-    def __init__(self, bt, pool) -> None:
+    def __init__(self, bt) -> None:
         self.bt = bt
-        self.pool = pool
 
     def register(self, reg: Registry) -> None:
         reg.service(DATA)
         reg.add(DATA, "ReadRows", self.read_rows, raw_response=True)
         reg.add(DATA, "MutateRow", self.mutate_row)
-        reg.add(DATA, "MutateRows", self.mutate_rows)
+        reg.add(DATA, "MutateRows", self.mutate_rows,
+                pooled=lambda req: len(req.entries) > INLINE_ENTRIES)
         reg.add(DATA, "CheckAndMutateRow", self.check_and_mutate_row)
         reg.add(DATA, "ReadModifyWriteRow", self.read_modify_write_row)
         reg.add(DATA, "SampleRowKeys", self.sample_row_keys)
@@ -54,36 +52,43 @@ class DataService:
 
     # -- reads ------------------------------------------------------------------------------
 
-    async def read_rows(self, req, context):
+    def read_rows(self, req, context):
+        """The answer's messages, lazily: the scan runs as they are written."""
         table = self.table(req, "ReadRows")
         if req.rows_limit < 0:
             raise ParameterInvalid(f"rows_limit {req.rows_limit} is negative")
-        rows = decode_row_set(req.rows) if req.HasField("rows") else None
         flt = decode_filter(req.filter) if req.HasField("filter") else None
-        it = table.read_rows(rows, flt, limit=req.rows_limit, reverse=req.reversed)
-        for message in encode_rows(it):
-            yield message
+        if req.HasField("rows") and req.rows.row_keys and not req.rows.row_ranges:
+            # keys only: point reads (a key set is no range scan)
+            keys = sorted(set(req.rows.row_keys), reverse=req.reversed)
+            if len(keys) == 1:
+                row = table.read_row(keys[0], flt)
+                return encode_rows(() if row is None else (row,))
+            return encode_rows(_limited(_points(table, keys, flt), req.rows_limit))
+        rows = decode_row_set(req.rows) if req.HasField("rows") else None
+        return encode_rows(table.read_rows(rows, flt, limit=req.rows_limit, reverse=req.reversed))
 
-    async def sample_row_keys(self, req, context):
+    def sample_row_keys(self, req, context):
         table = self.table(req, "SampleRowKeys")
         samples = table.sample_row_keys()
         if req.HasField("row_range"):
             samples = _within(samples, decode_row_range(req.row_range))
-        for key, offset in samples:
-            yield v2.SampleRowKeysResponse(row_key=key, offset_bytes=offset)
+        return [v2.SampleRowKeysResponse(row_key=key, offset_bytes=offset)
+                for key, offset in samples]
 
-    async def ping_and_warm(self, req, context):
+    def ping_and_warm(self, req, context):
         instance_name(req.name, "name")
         return v2.PingAndWarmResponse()
 
     # -- writes -----------------------------------------------------------------------------
 
-    async def mutate_row(self, req, context):
+    def mutate_row(self, req, context):
         table = self.table(req, "MutateRow")
         table.mutate_row(req.row_key, decode_mutations(req.mutations))
         return v2.MutateRowResponse()
 
-    async def mutate_rows(self, req, context):
+    def mutate_rows(self, req, context):
+        """One message with every entry's status."""
         table = self.table(req, "MutateRows")
         n = len(req.entries)
         if not n:
@@ -101,12 +106,7 @@ class DataService:
             except WidetableError as exc:
                 statuses[i] = exc
         if entries:
-            if len(entries) <= INLINE_ENTRIES:
-                results = table.mutate_rows(entries)
-            else:
-                results = await asyncio.get_running_loop().run_in_executor(
-                    self.pool, table.mutate_rows, entries)
-            for i, err in zip(where, results):
+            for i, err in zip(where, table.mutate_rows(entries)):
                 statuses[i] = err
         resp = v2.MutateRowsResponse()
         add = resp.entries.add
@@ -115,9 +115,9 @@ class DataService:
                 add(index=i, status=_OK)
             else:
                 add(index=i, status=rpc.Status(code=status_of(err), message=details(err.message)))
-        yield resp
+        return (resp,)
 
-    async def check_and_mutate_row(self, req, context):
+    def check_and_mutate_row(self, req, context):
         table = self.table(req, "CheckAndMutateRow")
         pred = decode_filter(req.predicate_filter) if req.HasField("predicate_filter") else None
         true_m = decode_mutations(req.true_mutations, "true_mutations", allow_empty=True)
@@ -128,7 +128,7 @@ class DataService:
         matched = table.check_and_mutate_row(req.row_key, pred, true_m, false_m)
         return v2.CheckAndMutateRowResponse(predicate_matched=bool(matched))
 
-    async def read_modify_write_row(self, req, context):
+    def read_modify_write_row(self, req, context):
         table = self.table(req, "ReadModifyWriteRow")
         if not req.rules:
             raise ParameterInvalid("ReadModifyWriteRow has no rules")
@@ -150,6 +150,23 @@ def encode_row(row, key: bytes):
             column = family.columns.add(qualifier=cell.qualifier)
         column.cells.add(timestamp_micros=cell.timestamp, value=cell.value, labels=cell.labels)
     return out
+
+
+def _points(table, keys, flt):
+    for key in keys:
+        row = table.read_row(key, flt)
+        if row is not None:
+            yield row
+
+
+def _limited(rows, limit: int):
+    if not limit:
+        yield from rows
+        return
+    for n, row in enumerate(rows, 1):
+        yield row
+        if n >= limit:
+            return
 
 
 def _within(samples, r):

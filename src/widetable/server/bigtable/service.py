@@ -9,6 +9,7 @@ A ``WidetableError`` leaves as the status Bigtable gives the same failure
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 from collections.abc import Callable
@@ -29,6 +30,17 @@ MAX_DETAILS = 2000  # characters of a status message: it travels in a header (8 
 def details(message: str) -> str:
     """A status message short enough for the trailers (a value it names may be huge)."""
     return message if len(message) <= MAX_DETAILS else message[:MAX_DETAILS - 3] + "..."
+
+
+# why some methods are not served, added to their UNIMPLEMENTED message
+WHY_NOT = {
+    "PrepareQuery": ": GoogleSQL over Bigtable tables is not served (widetable's SQL layer "
+                    "does not read Bigtable tables yet)",
+    "ExecuteQuery": ": GoogleSQL over Bigtable tables is not served (widetable's SQL layer "
+                    "does not read Bigtable tables yet)",
+    "ReadChangeStream": ": change streams of Bigtable tables are not served",
+    "GenerateInitialChangeStreamPartitions": ": change streams of Bigtable tables are not served",
+}
 
 
 def _identity(b: bytes) -> bytes:
@@ -74,21 +86,23 @@ class Abort(Exception):
         self.message = message
 
 
-async def _answer_error(context, exc: BaseException, what: str) -> None:
+def _status(exc: BaseException, what: str) -> tuple[grpc.StatusCode, str]:
     if isinstance(exc, WidetableError):
-        await context.abort(CODES[status_of(exc)], details(exc.message))
+        return CODES[status_of(exc)], details(exc.message)
     if isinstance(exc, Abort):
-        await context.abort(CODES[exc.code], details(exc.message))
+        return CODES[exc.code], details(exc.message)
     log.exception("%s failed", what)
-    await context.abort(grpc.StatusCode.INTERNAL, f"{what}: internal error: {type(exc).__name__}")
+    return grpc.StatusCode.INTERNAL, f"{what}: internal error: {type(exc).__name__}"
 
 
 class Registry:
-    """The handlers of one server: ``add(service, name, coroutine)``; every method of a
-    registered service without a handler answers UNIMPLEMENTED naming it."""
+    """The handlers of one grpc asyncio server: ``add(service, name, fn)``; every method
+    of a registered service without a handler answers UNIMPLEMENTED naming it. Handlers
+    run on the server's loop; those ``pooled`` for a request on ``pool``."""
 
-    def __init__(self, token: str | None = None) -> None:
+    def __init__(self, token: str | None = None, pool=None) -> None:
         self.token = None if token is None else f"Bearer {token}".encode()
+        self.pool = pool
         self._handlers: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
         self._methods: dict[str, dict[str, Method]] = {}
 
@@ -96,19 +110,19 @@ class Registry:
         self._methods[service] = methods(service)
         self._handlers.setdefault(service, {})
 
-    def add(self, service: str, name: str, fn: Callable, raw_response: bool = False) -> None:
-        """``fn(request, context)``: a coroutine for a unary answer, an async generator for
-        a streamed one (as the method is). ``raw_response``: it yields serialized bytes."""
+    def add(self, service: str, name: str, fn: Callable, raw_response: bool = False,
+            pooled: Callable | None = None) -> None:
+        """``fn(request, context)`` returns the answer (a message; for a streamed method
+        an iterable of them). ``raw_response``: the messages are serialized bytes.
+        ``pooled(request)``: true when the call may run long (it goes to the pool, so
+        that the loop keeps serving)."""
         method = self._methods[service][name]
-        wrapped = self._wrap(method, fn)
+        wrapped = self._wrap(method, fn, pooled)
         serialize = _identity if raw_response else method.response.SerializeToString
-        if method.server_streaming:
-            handler = grpc.unary_stream_rpc_method_handler(
-                wrapped, request_deserializer=_identity, response_serializer=serialize)
-        else:
-            handler = grpc.unary_unary_rpc_method_handler(
-                wrapped, request_deserializer=_identity, response_serializer=serialize)
-        self._handlers[service][name] = handler
+        make = (grpc.unary_stream_rpc_method_handler if method.server_streaming
+                else grpc.unary_unary_rpc_method_handler)
+        self._handlers[service][name] = make(wrapped, request_deserializer=_identity,
+                                             response_serializer=serialize)
 
     def _authorized(self, context) -> bool:
         if self.token is None:
@@ -119,9 +133,9 @@ class Registry:
                 return hmac.compare_digest(v, self.token)
         return False
 
-    def _wrap(self, method: Method, fn: Callable) -> Callable:
+    @staticmethod
+    def _parser(method: Method) -> Callable:
         parse = method.request.FromString
-        what = method.name
 
         def request_of(data: bytes):
             try:
@@ -129,25 +143,39 @@ class Registry:
             except (DecodeError, RuntimeError, ValueError) as exc:
                 raise ParameterInvalid(
                     f"malformed {method.request.DESCRIPTOR.name}: {exc}") from None
+        return request_of
+
+    def _wrap(self, method: Method, fn: Callable, pooled: Callable | None) -> Callable:
+        request_of, what, pool = self._parser(method), method.name, self.pool
+
+        async def answer(data: bytes, context):
+            req = request_of(data)
+            if pooled is not None and pooled(req):
+                run = (lambda: list(fn(req, context))) if method.server_streaming else (
+                    lambda: fn(req, context))
+                return await asyncio.get_running_loop().run_in_executor(pool, run)
+            return fn(req, context)
 
         if method.server_streaming:
             async def streamed(data: bytes, context):
+                # context.write, not an async generator: a generator costs grpc's asyncio
+                # server a task per message
                 if not self._authorized(context):
                     await context.abort(CODES[UNAUTHENTICATED], "missing or wrong bearer token")
                 try:
-                    async for item in fn(request_of(data), context):
-                        yield item
+                    for item in await answer(data, context):
+                        await context.write(item)
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a status
-                    await _answer_error(context, exc, what)
+                    await context.abort(*_status(exc, what))
             return streamed
 
         async def unary(data: bytes, context):
             if not self._authorized(context):
                 await context.abort(CODES[UNAUTHENTICATED], "missing or wrong bearer token")
             try:
-                return await fn(request_of(data), context)
+                return await answer(data, context)
             except Exception as exc:  # noqa: BLE001
-                await _answer_error(context, exc, what)
+                await context.abort(*_status(exc, what))
         return unary
 
     def handlers(self) -> list[grpc.GenericRpcHandler]:
@@ -162,15 +190,12 @@ class Registry:
 
     def _unimplemented(self, service: str, method: Method) -> grpc.RpcMethodHandler:
         message = f"{service.rpartition('.')[2]}.{method.name} is not implemented by widetable"
+        message += WHY_NOT.get(method.name, "")
+        code = grpc.StatusCode.UNIMPLEMENTED
 
         async def refuse(data, context):
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, message)
+            await context.abort(code, message)
 
-        if method.server_streaming:
-            async def refuse_stream(data, context):
-                await context.abort(grpc.StatusCode.UNIMPLEMENTED, message)
-                yield b""  # never reached: makes this an async generator
-            return grpc.unary_stream_rpc_method_handler(
-                refuse_stream, request_deserializer=_identity, response_serializer=_identity)
-        return grpc.unary_unary_rpc_method_handler(
-            refuse, request_deserializer=_identity, response_serializer=_identity)
+        make = (grpc.unary_stream_rpc_method_handler if method.server_streaming
+                else grpc.unary_unary_rpc_method_handler)
+        return make(refuse, request_deserializer=_identity, response_serializer=_identity)

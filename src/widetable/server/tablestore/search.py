@@ -115,10 +115,13 @@ def search(db: Database, req) -> object:
         resp.search_hits.add(score=hit.score)
     if res.next_token:
         resp.next_token = res.next_token
+    def encode_row(row) -> bytes:
+        return convert.encode_result(table._names, row)[0]
+
     if aggs:
-        resp.aggs = encode_aggs(aggs, res.aggs).SerializeToString()
+        resp.aggs = encode_aggs(aggs, res.aggs, encode_row).SerializeToString()
     if gbs:
-        resp.group_bys = encode_group_bys(gbs, res.group_bys).SerializeToString()
+        resp.group_bys = encode_group_bys(gbs, res.group_bys, encode_row).SerializeToString()
     return resp
 
 

@@ -1,0 +1,405 @@
+"""``python -m bench.bigtable_grpc``: Bigtable's gRPC API through widetable against Google's
+emulator, in one run.
+
+Peers, each a subprocess on a free loopback port: ``widetable serve --bigtable-port``
+(``--capacity 0``: no throttling, as the emulator has none) on a fresh store, and
+Google's ``cbtemulator`` (Go, in memory, keeps nothing across a restart) from the Google
+Cloud CLI's bigtable-emulator component, found on PATH or in the SDK's
+``platform/bigtable-emulator/``; without it the emulator columns say so and no ratio
+against it is given. Every table holds 10,000 rows of one 100-byte cell.
+
+1. The official data client (``google.cloud.bigtable.data``, one thread, sync):
+   ``read_row``, ``mutate_row``, ``bulk_mutate_rows`` of 100 rows, and a 10,000-row
+   ``read_rows`` scan; widetable / emulator, target >= 0.8 each.
+2. Raw gRPC stubs (Bigtable's messages, no client library), 8 threads: ReadRows of one
+   row and MutateRow; widetable / emulator, target >= 0.3.
+3. The same through gRPC / through widetable's own protocol (``widetable.connect``:
+   get_row / put_row of a one-column row on a Tablestore-model table), 8 threads,
+   target >= 0.25.
+4. The official Bigtable client's read_row / mutate_row through widetable, beside the
+   official Tablestore SDK's get_row / put_row through the same server (one thread).
+
+Each figure is operations per second over ``--seconds``, with the CPU per operation of
+the server process (from /proc) and of this client process: they show which side
+limits a ratio on a small shared machine, where the client's Python runs on the same
+cores as the servers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+from .memory import tree_cpu_seconds
+
+PROJECT, INSTANCE, TABLE = "bench", "bench", "bench"
+ROWS = 10_000
+VALUE = b"v" * 100
+EMULATOR_PATHS = ("/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator",
+                  "/usr/share/google-cloud-sdk/platform/bigtable-emulator/cbtemulator")
+KEY_ID, SECRET = "bench", "bench-secret"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(port: int, proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited early")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not start")
+
+
+def find_emulator() -> str | None:
+    found = shutil.which("cbtemulator")
+    if found:
+        return found
+    for path in EMULATOR_PATHS:
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+class Peer:
+    def __init__(self, name: str, proc: subprocess.Popen, host: str) -> None:
+        self.name, self.proc, self.host = name, proc, host
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_widetable(root: Path) -> tuple[Peer, str]:
+    port, bt_port = _free_port(), _free_port()
+    env = dict(os.environ, WIDETABLE_ACCESS_KEY_ID=KEY_ID, WIDETABLE_ACCESS_KEY_SECRET=SECRET)
+    proc = subprocess.Popen([sys.executable, "-m", "widetable", "serve", "--data", str(root / "data"),
+                             "--port", str(port), "--bigtable-port", str(bt_port),
+                             "--capacity", "0"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    _wait(bt_port, proc, "widetable serve")
+    _wait(port, proc, "widetable serve")
+    return Peer("widetable", proc, f"127.0.0.1:{bt_port}"), f"http://127.0.0.1:{port}"
+
+
+def start_emulator(path: str) -> Peer:
+    port = _free_port()
+    proc = subprocess.Popen([path, "-host", "127.0.0.1", "-port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait(port, proc, "cbtemulator")
+    return Peer("emulator", proc, f"127.0.0.1:{port}")
+
+
+# -- timing --------------------------------------------------------------------------------
+
+def timed(op, seconds: float, threads: int = 1, pid: int | None = None) -> dict:
+    """``op(rng)`` on ``threads`` threads for ``seconds``: ops/s and server CPU µs per op."""
+    before = tree_cpu_seconds(pid) if pid else None
+    here = time.process_time()
+    stop = time.monotonic() + seconds
+    counts = [0] * threads
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        rng = random.Random(n)
+        try:
+            while time.monotonic() < stop:
+                op(rng)
+                counts[n] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported, and the figure discarded
+            errors.append(exc)
+
+    ts = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    start = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise RuntimeError(f"an operation failed: {errors[0]!r}") from errors[0]
+    elapsed, ops = time.monotonic() - start, max(sum(counts), 1)
+    after = tree_cpu_seconds(pid) if pid else None
+    cpu = (after - before) / ops * 1e6 if before is not None and after is not None else float("nan")
+    return {"ops": ops / elapsed, "cpu_us": cpu,
+            "client_cpu_us": (time.process_time() - here) / ops * 1e6}
+
+
+# -- the official data client ----------------------------------------------------------------
+
+def _data_client(host: str):
+    os.environ["BIGTABLE_EMULATOR_HOST"] = host
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    return BigtableDataClient(project=PROJECT)
+
+
+def load(host: str) -> None:
+    """The bench table (family ``cf``) with ROWS rows, through the official clients."""
+    os.environ["BIGTABLE_EMULATOR_HOST"] = host
+    from google.cloud import bigtable
+    from google.cloud.bigtable.data import RowMutationEntry, SetCell
+
+    admin = bigtable.Client(project=PROJECT, admin=True)
+    admin.instance(INSTANCE).table(TABLE).create(column_families={"cf": None})
+    client = _data_client(host)
+    t = client.get_table(INSTANCE, TABLE)
+    for start in range(0, ROWS, 1000):
+        t.bulk_mutate_rows([RowMutationEntry(b"user%06d" % i, [SetCell("cf", b"field0", VALUE, 1000)])
+                            for i in range(start, min(start + 1000, ROWS))])
+    client.close()
+
+
+def data_client_ops(host: str, seconds: float, pid: int | None) -> dict:
+    from google.cloud.bigtable.data import ReadRowsQuery, RowMutationEntry, SetCell
+
+    client = _data_client(host)
+    t = client.get_table(INSTANCE, TABLE)
+    out = {}
+    out["read_row"] = timed(lambda r: t.read_row(b"user%06d" % r.randrange(ROWS)), seconds, pid=pid)
+    out["mutate_row"] = timed(lambda r: t.mutate_row(b"user%06d" % r.randrange(ROWS),
+                                                     SetCell("cf", b"field0", VALUE, 2000)),
+                              seconds, pid=pid)
+
+    def bulk(r):
+        base = r.randrange(ROWS - 100)
+        t.bulk_mutate_rows([RowMutationEntry(b"user%06d" % (base + i),
+                                             [SetCell("cf", b"field0", VALUE, 3000)])
+                            for i in range(100)])
+    out["bulk_mutate_rows(100)"] = timed(bulk, seconds, pid=pid)
+
+    def scan(r):
+        n = len(t.read_rows(ReadRowsQuery()))
+        assert n == ROWS, n
+    out[f"read_rows({ROWS:,})"] = timed(scan, max(seconds, 3.0) if ROWS >= 10_000 else seconds,
+                                        pid=pid)
+    client.close()
+    return out
+
+
+def official_pair(host: str, endpoint: str, seconds: float, pid: int | None) -> dict:
+    """The official Bigtable client's read_row / mutate_row beside the Tablestore SDK's
+    get_row / put_row, through the same widetable server."""
+    import logging
+
+    from google.cloud.bigtable.data import SetCell
+    from tablestore import (
+        BatchWriteRowRequest,
+        CapacityUnit,
+        Condition,
+        OTSClient,
+        PutRowItem,
+        ReservedThroughput,
+        Row,
+        RowExistenceExpectation,
+        TableInBatchWriteRowItem,
+        TableMeta,
+        TableOptions,
+    )
+
+    client = _data_client(host)
+    t = client.get_table(INSTANCE, TABLE)
+    out = {"bigtable read_row": timed(lambda r: t.read_row(b"user%06d" % r.randrange(ROWS)), seconds, pid=pid),
+           "bigtable mutate_row": timed(lambda r: t.mutate_row(
+               b"user%06d" % r.randrange(ROWS), SetCell("cf", b"field0", VALUE, 2000)), seconds, pid=pid)}
+    client.close()
+    logging.getLogger("bench-ots").setLevel(logging.CRITICAL)
+    ots = OTSClient(endpoint, KEY_ID, SECRET, "widetable", logger_name="bench-ots")
+    ots.create_table(TableMeta("ots", [("k", "STRING")]), TableOptions(),
+                     ReservedThroughput(CapacityUnit(0, 0)))
+    cond = Condition(RowExistenceExpectation.IGNORE)
+    for i in range(0, ROWS, 200):
+        req = BatchWriteRowRequest()
+        req.add(TableInBatchWriteRowItem("ots", [
+            PutRowItem(Row([("k", "user%06d" % j)], [("field0", VALUE.decode())]), cond)
+            for j in range(i, min(i + 200, ROWS))]))
+        ots.batch_write_row(req)
+    out["tablestore get_row"] = timed(lambda r: ots.get_row("ots", [("k", "user%06d" % r.randrange(ROWS))],
+                                                             max_version=1), seconds, pid=pid)
+    out["tablestore put_row"] = timed(lambda r: ots.put_row("ots", Row(
+        [("k", "user%06d" % r.randrange(ROWS))], [("field0", VALUE.decode())]), cond), seconds, pid=pid)
+    return out
+
+
+# -- raw gRPC stubs and the native protocol ---------------------------------------------------
+
+def raw_stub_ops(host: str, seconds: float, threads: int, pid: int | None) -> dict:
+    import grpc
+    from google.cloud.bigtable_v2 import types as dt
+
+    def pb(msg):
+        return type(msg).pb(msg).SerializeToString()
+
+    channel = grpc.insecure_channel(host)
+    ident = lambda b: b  # noqa: E731
+    read = channel.unary_stream("/google.bigtable.v2.Bigtable/ReadRows", ident, ident)
+    write = channel.unary_unary("/google.bigtable.v2.Bigtable/MutateRow", ident, ident)
+    name = f"projects/{PROJECT}/instances/{INSTANCE}/tables/{TABLE}"
+    reads = [pb(dt.ReadRowsRequest(table_name=name, rows=dt.RowSet(row_keys=[b"user%06d" % i])))
+             for i in range(ROWS)]
+    writes = [pb(dt.MutateRowRequest(table_name=name, row_key=b"user%06d" % i, mutations=[
+        dt.Mutation(set_cell=dt.Mutation.SetCell(family_name="cf", column_qualifier=b"field0",
+                                                 timestamp_micros=4000, value=VALUE))]))
+        for i in range(ROWS)]
+
+    def one_read(r):
+        got = list(read(reads[r.randrange(ROWS)]))
+        assert got, "no row"
+
+    out = {"ReadRows(1 row)": timed(one_read, seconds, threads, pid),
+           "MutateRow": timed(lambda r: write(writes[r.randrange(ROWS)]), seconds, threads, pid)}
+    channel.close()
+    return out
+
+
+def native_ops(endpoint: str, seconds: float, threads: int, pid: int | None) -> dict:
+    """get_row / put_row of a one-column row (100 bytes) of a Tablestore-model table,
+    through widetable.connect (widetable's own protocol), each thread its table object."""
+    import widetable
+
+    db = widetable.connect(endpoint, access_key_id=KEY_ID, access_key_secret=SECRET)
+    db.create_table("native", [("k", "STRING")])
+    keys = [("user%06d" % i,) for i in range(ROWS)]
+    for i in range(0, ROWS, 200):
+        db.batch_write_row([("native", "put", k, {"field0": VALUE}) for k in keys[i:i + 200]])
+    local = threading.local()
+
+    def table():
+        t = getattr(local, "t", None)
+        if t is None:
+            t = local.t = db.table("native")
+        return t
+
+    def get(r):
+        assert table().get_row(keys[r.randrange(ROWS)]) is not None
+
+    out = {"ReadRows(1 row)": timed(get, seconds, threads, pid),
+           "MutateRow": timed(lambda r: table().put_row(keys[r.randrange(ROWS)], {"field0": VALUE}),
+                              seconds, threads, pid)}
+    db.close()
+    return out
+
+
+# -- the run --------------------------------------------------------------------------------
+
+def run(seconds: float = 3.0, threads: int = 8, rows: int = ROWS) -> dict:
+    global ROWS
+    ROWS = rows  # every table's rows (the scan reads them all)
+    warnings.filterwarnings("ignore")
+    report: dict = {"emulator": None, "seconds": seconds, "threads": threads, "rows": rows}
+    emulator_path = find_emulator()
+    tmp = tempfile.TemporaryDirectory(prefix="bench-bt-")
+    peers: list[Peer] = []
+    try:
+        wt, endpoint = start_widetable(Path(tmp.name))
+        peers.append(wt)
+        load(wt.host)
+        emu = None
+        if emulator_path is not None:
+            emu = start_emulator(emulator_path)
+            peers.append(emu)
+            load(emu.host)
+            report["emulator"] = emulator_path
+        report["data_client"] = {"widetable": data_client_ops(wt.host, seconds, wt.proc.pid)}
+        if emu is not None:
+            report["data_client"]["emulator"] = data_client_ops(emu.host, seconds, emu.proc.pid)
+        report["raw_grpc"] = {"widetable": raw_stub_ops(wt.host, seconds, threads, wt.proc.pid)}
+        if emu is not None:
+            report["raw_grpc"]["emulator"] = raw_stub_ops(emu.host, seconds, threads, emu.proc.pid)
+        report["native"] = native_ops(endpoint, seconds, threads, wt.proc.pid)
+        report["official"] = official_pair(wt.host, endpoint, seconds, wt.proc.pid)
+    finally:
+        for p in peers:
+            p.stop()
+        tmp.cleanup()
+    return report
+
+
+def ratios(report: dict) -> list[tuple[str, str, float | None, float]]:
+    """``[(group, measure, ratio or None, target)]``."""
+    out = []
+    for group, target in (("data_client", 0.8), ("raw_grpc", 0.3)):
+        ours = report[group]["widetable"]
+        theirs = report[group].get("emulator")
+        for measure, fig in ours.items():
+            out.append((f"{group} widetable/emulator", measure,
+                        fig["ops"] / theirs[measure]["ops"] if theirs else None, target))
+    for measure, fig in report["raw_grpc"]["widetable"].items():
+        out.append(("gRPC/native", measure, fig["ops"] / report["native"][measure]["ops"], 0.25))
+    return out
+
+
+def print_report(report: dict) -> None:
+    if report["emulator"] is None:
+        print("cbtemulator NOT FOUND (PATH, or the Google Cloud SDK's platform/bigtable-emulator/): "
+              "no figures against Google's emulator")
+    else:
+        print(f"emulator: {report['emulator']}")
+    print(f"{report['seconds']} s per figure; raw gRPC and native: {report['threads']} threads\n")
+    for group in ("data_client", "raw_grpc"):
+        print(f"{group}:")
+        for measure, fig in report[group]["widetable"].items():
+            emu = report[group].get("emulator", {}).get(measure) if report[group].get("emulator") else None
+            line = (f"  {measure:<22} widetable {fig['ops']:8.1f}/s (server {fig['cpu_us']:6.0f} µs,"
+                    f" client {fig['client_cpu_us']:6.0f} µs cpu)")
+            if emu:
+                line += (f"   emulator {emu['ops']:8.1f}/s (server {emu['cpu_us']:6.0f} µs,"
+                         f" client {emu['client_cpu_us']:6.0f} µs)")
+            print(line)
+    print("native protocol (widetable.connect):")
+    for measure, fig in report["native"].items():
+        print(f"  {measure:<22} {fig['ops']:8.1f}/s (server {fig['cpu_us']:6.0f} µs, client "
+              f"{fig['client_cpu_us']:6.0f} µs cpu)")
+    print("official clients through widetable (one thread):")
+    for measure, fig in report["official"].items():
+        print(f"  {measure:<22} {fig['ops']:8.1f}/s (server {fig['cpu_us']:6.0f} µs, client "
+              f"{fig['client_cpu_us']:6.0f} µs cpu)")
+    print("\nratios:")
+    for group, measure, ratio, target in ratios(report):
+        if ratio is None:
+            print(f"  {group:<32} {measure:<24}   n/a (no emulator)  target >= {target}")
+        else:
+            verdict = "met" if ratio >= target else "MISSED"
+            print(f"  {group:<32} {measure:<24} {ratio:6.2f}  target >= {target}  {verdict}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.bigtable_grpc", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=3.0, help="seconds per figure")
+    parser.add_argument("--threads", type=int, default=8, help="threads of the raw and native figures")
+    parser.add_argument("--rows", type=int, default=ROWS, help="rows of each table (min 200)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+    report = run(args.seconds, args.threads, max(args.rows, 200))
+    print_report(report)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
