@@ -91,6 +91,12 @@ def test_every_write_is_seen_by_the_next_query(loaded) -> None:  # noqa: F811
         assert got == [_norm(r) for r in db.sql(GROUP, columnar=False).rows]
     plan = db.sql("EXPLAIN " + GROUP).rows
     assert plan[0][1].startswith("full scan of the columnar replica")
+    # its state: in the store's background loops (describe_table, /health) and the registry
+    states = [s for s in db.background_state() if "columnar replica" in s.name]
+    assert [s.name for s in states] == ["SQL columnar replica of table 'consumption'"]
+    assert states[0].ok and states[0].errors == 0
+    consumer = db._ctx.changelog.get("sql-replica:consumption")
+    assert db._ctx.changelog.lag_ms(consumer) is not None
 
 
 def test_a_value_of_another_type_falls_back_to_the_rows(loaded) -> None:  # noqa: F811

@@ -231,10 +231,12 @@ class Database(SearchFacade):
         return dataclasses.replace(self._catalog.describe_table(name), background=self.background_state())
 
     def background_state(self) -> list[LoopState]:
-        """How each background loop is doing: purge, maintenance and the index applier
-        (ok, or the last error, when and how often; see ``widetable.health``)."""
+        """How each background loop is doing: purge, maintenance, the index applier and
+        each SQL columnar replica (ok, or the last error, when and how often; see
+        ``widetable.health``)."""
         self._check_open()
-        return [*self._background.states(), self._indexer.health.state()]
+        replicas = self._sql.replica_health() if self._sql is not None else []
+        return [*self._background.states(), self._indexer.health.state(), *replicas]
 
     def update_table(
         self,

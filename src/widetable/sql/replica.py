@@ -268,6 +268,7 @@ class Replicas:
             log.unregister(r.name)
         r.consumer = log.register(r.name, r.table, None, start, wake=r.wake,
                                   position=r.position)
+        r.consumer.health = r.health  # the registry reports the replica's own state
         return r.consumer.start_seq
 
     # -- what queries use ----------------------------------------------------------------

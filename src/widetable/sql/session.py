@@ -263,6 +263,12 @@ class SQLSession:
         """Wait until no columnar replica is building; whether none is."""
         return self._replicas is None or self._replicas.wait(timeout)
 
+    def replica_health(self) -> list:
+        """Each columnar replica's ``health.LoopState`` (its builds and log passes)."""
+        if self._replicas is None:
+            return []
+        return [r.health.state() for r in list(self._replicas.by_table.values())]
+
     def replica_state(self) -> dict:
         """Each replicated table -> its replica's state (ready, rows, positions, lag, health)."""
         return {} if self._replicas is None else self._replicas.state()
