@@ -304,6 +304,57 @@ def native_ops(endpoint: str, seconds: float, threads: int, pid: int | None) -> 
     return out
 
 
+# -- where the time goes ----------------------------------------------------------------------
+
+def layers(root: Path, n: int = 3000) -> dict:
+    """In this process, µs per call of each layer under the gRPC figures: the library call
+    alone, and the server's handler (request parse, decode, the library call, the answer's
+    encoding) without gRPC. Their difference from the server's CPU per operation is what
+    grpc's server costs per call."""
+    import widetable
+    from widetable.bigtable.types import FamilySpec, SetCell
+    from widetable.server.bigtable.data import DataService
+    from widetable.wire.bigtable import v2
+
+    db = widetable.open(str(root / "layers"), purge_interval=None)
+    try:
+        bt = db.bigtable
+        bt.create_table(TABLE, [FamilySpec("cf")])
+        t = bt.table(TABLE)
+        t.mutate_rows([(b"user%06d" % i, [SetCell("cf", b"field0", 1000, VALUE)]) for i in range(ROWS)])
+        name = f"projects/{PROJECT}/instances/{INSTANCE}/tables/{TABLE}"
+        reads = [v2.ReadRowsRequest(table_name=name, rows=v2.RowSet(row_keys=[b"user%06d" % (i % ROWS)]))
+                 .SerializeToString() for i in range(n)]
+        writes = [v2.MutateRowRequest(table_name=name, row_key=b"user%06d" % (i % ROWS), mutations=[
+            v2.Mutation(set_cell=v2.Mutation.SetCell(family_name="cf", column_qualifier=b"field0",
+                                                     timestamp_micros=5000, value=VALUE))])
+            .SerializeToString() for i in range(n)]
+        ds = DataService(bt)
+
+        def per_call(fn) -> float:
+            start = time.process_time()
+            for i in range(n):
+                fn(i)
+            return (time.process_time() - start) / n * 1e6
+
+        out = {
+            "ReadRows(1 row)": {
+                "library": per_call(lambda i: t.read_row(b"user%06d" % (i % ROWS))),
+                "handler": per_call(lambda i: b"".join(ds.read_rows(
+                    v2.ReadRowsRequest.FromString(reads[i]), None))),
+            },
+            "MutateRow": {
+                "library": per_call(lambda i: t.mutate_row(
+                    b"user%06d" % (i % ROWS), [SetCell("cf", b"field0", 6000, VALUE)])),
+                "handler": per_call(lambda i: ds.mutate_row(
+                    v2.MutateRowRequest.FromString(writes[i]), None).SerializeToString()),
+            },
+        }
+        return out
+    finally:
+        db.close()
+
+
 # -- the run --------------------------------------------------------------------------------
 
 def run(seconds: float = 3.0, threads: int = 8, rows: int = ROWS) -> dict:
@@ -332,6 +383,7 @@ def run(seconds: float = 3.0, threads: int = 8, rows: int = ROWS) -> dict:
             report["raw_grpc"]["emulator"] = raw_stub_ops(emu.host, seconds, threads, emu.proc.pid)
         report["native"] = native_ops(endpoint, seconds, threads, wt.proc.pid)
         report["official"] = official_pair(wt.host, endpoint, seconds, wt.proc.pid)
+        report["layers"] = layers(Path(tmp.name))
     finally:
         for p in peers:
             p.stop()
@@ -378,6 +430,22 @@ def print_report(report: dict) -> None:
     for measure, fig in report["official"].items():
         print(f"  {measure:<22} {fig['ops']:8.1f}/s (server {fig['cpu_us']:6.0f} µs, client "
               f"{fig['client_cpu_us']:6.0f} µs cpu)")
+    print("\nwhere a raw gRPC call's server CPU goes (µs per call; library and handler "
+          "measured in this process):")
+    for measure, parts in report["layers"].items():
+        total = report["raw_grpc"]["widetable"][measure]["cpu_us"]
+        emu = report["raw_grpc"].get("emulator", {}).get(measure) if report["raw_grpc"].get(
+            "emulator") else None
+        grpc_part = total - parts["handler"]
+        line = (f"  {measure:<22} library {parts['library']:5.0f}, handler (parse, decode, "
+                f"library, encode) {parts['handler']:5.0f}, grpc's server {grpc_part:5.0f} "
+                f"= {total:5.0f} in all")
+        if emu:
+            line += f"; the emulator's whole server {emu['cpu_us']:5.0f}"
+        print(line)
+    native = report["native"]
+    print(f"  native protocol, whole server: get_row {native['ReadRows(1 row)']['cpu_us']:.0f}, "
+          f"put_row {native['MutateRow']['cpu_us']:.0f}")
     print("\nratios:")
     for group, measure, ratio, target in ratios(report):
         if ratio is None:

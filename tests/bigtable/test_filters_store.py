@@ -7,9 +7,10 @@ Another read path joins by adding a param to the ``bt`` fixture that yields an o
 the embedded instance's calls (``create_table``, ``table(name)``, ``delete_table``), e.g.
 the gRPC client adapter over a served store.
 
-RowSample is left out here: a read draws from the process's ``random`` (a read has no RNG
-argument), so its answers are checked statistically in test_filters.py and exactly
-against the model by test_filters_differential.py.
+RowSample is left out of the generated filters: a read draws from the process's
+``random`` (a read has no RNG argument), so through a read it is checked statistically
+(test_row_sample_through_a_read), and exactly against the model by
+test_filters_differential.py with a seeded RNG.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 import widetable
 from tests.bigtable.model import model_filter, model_read
 from tests.bigtable.test_filters_differential import FAMILIES, rows_and_filters
+from widetable.bigtable.filters import RowSample
 from widetable.bigtable.types import FamilySpec, SetCell
 
 _names = itertools.count()
@@ -94,5 +96,24 @@ def test_store_reads_agree_with_the_model(bt, case):
             marker = [SetCell("a", b"marker", 1000, b"m")]
             assert t.check_and_mutate_row(key, predicate=f, true_mutations=marker,
                                           false_mutations=marker) is want
+    finally:
+        bt.delete_table(name)
+
+
+def test_row_sample_through_a_read(bt):
+    """RowSample through each read path: about p of the rows, each whole or absent."""
+    name = f"t{next(_names)}"
+    bt.create_table(name, [FamilySpec("a"), FamilySpec("b")])
+    try:
+        t = bt.table(name)
+        for i in range(0, 1000, 100):
+            t.mutate_rows([(b"r%04d" % j, [SetCell("a", b"q", 1000, b"x"),
+                                           SetCell("b", b"q", 2000, b"y")])
+                           for j in range(i, i + 100)])
+        got = list(t.read_rows(filter=RowSample(0.3)))
+        # binomial(1000, 0.3): standard deviation 14.5, so 300 +- 100 is beyond 6.8 of them
+        assert 200 < len(got) < 400
+        assert all(len(r.cells) == 2 for r in got)
+        assert [r.key for r in got] == sorted(r.key for r in got)
     finally:
         bt.delete_table(name)

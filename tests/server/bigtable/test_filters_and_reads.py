@@ -197,3 +197,22 @@ def _row(table, key):
     row = table.direct_row(key)
     row.set_cell("cf", b"q", b"v")
     return row
+
+
+def test_ping_and_warm_and_sample_row_keys_in_a_range_through_the_low_level_client(
+        emulator_env, data_client, make_table):
+    import grpc
+    from google.api_core import exceptions as gexc
+    from google.cloud.bigtable_v2 import BigtableClient, RowRange, SampleRowKeysRequest
+    from google.cloud.bigtable_v2.services.bigtable.transports import BigtableGrpcTransport
+
+    name = make_table(splits=[b"c", b"f", b"p"])
+    client = BigtableClient(transport=BigtableGrpcTransport(
+        channel=grpc.insecure_channel(emulator_env.host)))
+    client.ping_and_warm(name=f"projects/{PROJECT}/instances/{INSTANCE}")
+    with pytest.raises(gexc.InvalidArgument, match="not-a-name"):
+        client.ping_and_warm(name="not-a-name")
+    keys = [r.row_key for r in client.sample_row_keys(SampleRowKeysRequest(
+        table_name=table_path(name), row_range=RowRange(start_key_closed=b"d", end_key_open=b"g")))]
+    assert keys == [b"f", b"p"]  # the samples inside, then the one that ends the range
+
