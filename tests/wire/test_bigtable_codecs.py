@@ -280,3 +280,14 @@ def test_no_filter_kind_is_no_filter_and_false_flags_are_refused():
 def test_a_bad_regex_is_invalid_argument_naming_it():
     with pytest.raises(ParameterInvalid, match="abc"):
         C.decode_filter(v2.RowFilter(row_key_regex_filter=b"(abc"))
+
+
+@given(st.lists(st.one_of(st.just((0, "")), st.tuples(st.integers(1, 16), st.text(max_size=20))),
+                max_size=30))
+def test_mutate_rows_responses_encoded_by_hand_parse_as_protobuf(statuses):
+    from widetable.wire.bigtable.rows import encode_mutate_rows_response
+
+    resp = v2.MutateRowsResponse.FromString(encode_mutate_rows_response(statuses))
+    assert [(e.index, e.status.code, e.status.message) for e in resp.entries] == [
+        (i, c, m) for i, (c, m) in enumerate(statuses)]
+    assert all(e.HasField("status") for e in resp.entries)

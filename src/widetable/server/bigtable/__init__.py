@@ -75,8 +75,12 @@ class BigtableServer:
         if certfile is not None:
             with open(certfile, "rb") as c, open(keyfile, "rb") as k:  # type: ignore[arg-type]
                 creds = grpc.ssl_server_credentials([(k.read(), c.read())])
-        self._server, self.port = self._loop.run_until_complete(
-            self._bind(registry, host, port, creds))
+        try:
+            self._server, self.port = self._loop.run_until_complete(
+                self._bind(registry, host, port, creds))
+        except BaseException:
+            self._loop.close()
+            raise
 
     @staticmethod
     async def _bind(registry: Registry, host: str, port: int, creds):
@@ -115,6 +119,10 @@ class BigtableServer:
         await self._done.wait()
         await self._server.stop(self._grace)
 
+    async def _close_unserved(self) -> None:
+        await self._server.start()
+        await self._server.stop(0)
+
     def stop(self, grace: float = 5.0) -> None:
         """Stop accepting and finish in-flight calls (up to ``grace`` seconds). Any thread
         but the server's; returns once it has stopped."""
@@ -124,8 +132,9 @@ class BigtableServer:
         if state == "stopped":
             self._stopped.wait()
             return
-        if state == "bound":  # never served: close the listener here
-            self._loop.run_until_complete(self._server.stop(0))
+        if state == "bound":  # never served: close the listener here (grpc closes the
+            # listening socket of a server it started; one never started keeps it open)
+            self._loop.run_until_complete(self._close_unserved())
             self._loop.close()
             self._stopped.set()
             return

@@ -10,7 +10,7 @@ loop keeps serving other calls meanwhile.
 from __future__ import annotations
 
 from ...errors import ParameterInvalid, WidetableError
-from ...wire.bigtable import DATA, rpc, v2
+from ...wire.bigtable import DATA, v2
 from ...wire.bigtable.convert import (
     decode_filter,
     decode_mutations,
@@ -19,14 +19,11 @@ from ...wire.bigtable.convert import (
     decode_rule,
 )
 from ...wire.bigtable.errors import status_of
-from ...wire.bigtable.rows import encode_rows
+from ...wire.bigtable.rows import encode_mutate_rows_response, encode_rows
 from .service import Registry, details, instance_name, no_views, table_id
 
 INLINE_ENTRIES = 100  # rows of a MutateRows run on the loop
 MAX_ENTRIES = 100_000  # Bigtable's limit of mutations in one MutateRows
-
-_OK = rpc.Status()
-
 
 class DataService:
     """The data API's handlers over ``bt`` (a BigtableInstance)."""
@@ -38,7 +35,7 @@ class DataService:
         reg.service(DATA)
         reg.add(DATA, "ReadRows", self.read_rows, raw_response=True)
         reg.add(DATA, "MutateRow", self.mutate_row)
-        reg.add(DATA, "MutateRows", self.mutate_rows,
+        reg.add(DATA, "MutateRows", self.mutate_rows, raw_response=True,
                 pooled=lambda req: len(req.entries) > INLINE_ENTRIES)
         reg.add(DATA, "CheckAndMutateRow", self.check_and_mutate_row)
         reg.add(DATA, "ReadModifyWriteRow", self.read_modify_write_row)
@@ -108,14 +105,8 @@ class DataService:
         if entries:
             for i, err in zip(where, table.mutate_rows(entries)):
                 statuses[i] = err
-        resp = v2.MutateRowsResponse()
-        add = resp.entries.add
-        for i, err in enumerate(statuses):
-            if err is None:
-                add(index=i, status=_OK)
-            else:
-                add(index=i, status=rpc.Status(code=status_of(err), message=details(err.message)))
-        return (resp,)
+        return (encode_mutate_rows_response(
+            (0, "") if err is None else (status_of(err), details(err.message)) for err in statuses),)
 
     def check_and_mutate_row(self, req, context):
         table = self.table(req, "CheckAndMutateRow")

@@ -77,20 +77,9 @@ def no_views(request, what: str) -> None:
             raise NotSupported(f"{what}: {field} is not supported (views are not served)")
 
 
-class Abort(Exception):
-    """An answer that is not a WidetableError: a status code and its message."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 def _status(exc: BaseException, what: str) -> tuple[grpc.StatusCode, str]:
     if isinstance(exc, WidetableError):
         return CODES[status_of(exc)], details(exc.message)
-    if isinstance(exc, Abort):
-        return CODES[exc.code], details(exc.message)
     log.exception("%s failed", what)
     return grpc.StatusCode.INTERNAL, f"{what}: internal error: {type(exc).__name__}"
 

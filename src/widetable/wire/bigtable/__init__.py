@@ -80,10 +80,5 @@ def methods(service: str) -> dict[str, Method]:
             for m in desc.methods}
 
 
-def enum_value(enum: str, name: str) -> int:
-    """The number of ``name`` in the enum ``enum`` (a full name)."""
-    return _pool.FindEnumTypeByName(enum).values_by_name[name].number
-
-
-__all__ = ["DATA", "INSTANCE_ADMIN", "OPERATIONS", "TABLE_ADMIN", "Method", "admin", "enum_value",
+__all__ = ["DATA", "INSTANCE_ADMIN", "OPERATIONS", "TABLE_ADMIN", "Method", "admin",
            "lro", "message", "methods", "protobuf", "rpc", "v2"]

@@ -25,7 +25,7 @@ from ...bigtable.types import (
     TableInfo,
 )
 from ...errors import NotSupported, ParameterInvalid, describe
-from . import admin, protobuf, v2
+from . import admin, v2
 
 MAX_FILTER_DEPTH = 64  # nesting of chains, interleaves and conditions
 
@@ -455,13 +455,6 @@ def decode_splits(splits) -> tuple[bytes, ...]:
             raise ParameterInvalid(f"initial_splits[{i}].key is empty")
         keys.append(s.key)
     return tuple(keys)
-
-
-def duration(seconds: float):
-    d = protobuf.Duration()
-    d.seconds = int(seconds)
-    d.nanos = int((seconds - int(seconds)) * 1e9)
-    return d
 
 
 __all__ = [

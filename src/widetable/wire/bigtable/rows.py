@@ -143,6 +143,25 @@ def encode_rows(rows: Iterable[BigtableRow], max_message: int = MAX_MESSAGE,
         yield b"".join(out)
 
 
+def encode_mutate_rows_response(statuses) -> bytes:
+    """A serialized ``MutateRowsResponse``: ``statuses`` is one ``(code, message)`` per
+    entry, in order (``(0, "")`` for an applied one). Encoded by hand as ReadRows is: a
+    bulk write of 100 rows answers 100 entries.
+
+        entry := 0x0A len (0x08 index) (0x12 len Status)    Status := [0x08 code] [0x12 len message]
+    """
+    out = []
+    for i, (code, message) in enumerate(statuses):
+        if code:
+            text = message.encode()
+            status = b"\x08" + _varint(code) + (b"\x12" + _varint(len(text)) + text if text else b"")
+        else:
+            status = b""
+        body = (b"\x08" + _varint(i) if i else b"") + b"\x12" + _varint(len(status)) + status
+        out.append(b"\x0a" + _varint(len(body)) + body)
+    return b"".join(out)
+
+
 class InvalidChunk(WidetableError):
     """A ReadRows stream that breaks the chunk protocol (a server's fault)."""
 
@@ -197,4 +216,5 @@ def merge_rows(responses: Iterable) -> Iterator[BigtableRow]:
         raise InvalidChunk(f"the stream ended inside row {key!r}")
 
 
-__all__ = ["MAX_MESSAGE", "MAX_PIECE", "InvalidChunk", "encode_rows", "merge_rows"]
+__all__ = ["MAX_MESSAGE", "MAX_PIECE", "InvalidChunk", "encode_mutate_rows_response",
+           "encode_rows", "merge_rows"]
