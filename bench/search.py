@@ -5,7 +5,8 @@ text column of about 20 words (English and Chinese) and a geo point. Reports, in
 one run:
 
 * full sync: rows indexed per second, and the ratio to raw tantivy indexing the
-  same documents (a tantivy index fed straight from Python, one writer);
+  same documents (a tantivy index fed straight from Python, one writer), timed before
+  and after ours (the mean of the two);
 * p50 latency of a term, a range with a sort, a bool of 3 clauses, a match and a
   geo distance query (limit 10, 2 columns), and a terms group-by with a sum, with
   the ratio to raw tantivy answering the same query in the same order (the primary
@@ -14,7 +15,8 @@ one run:
   scores in any order, is shown beside it for reference;
 * the same queries on the peers (``bench/search_peers.py``): SQLite with FTS5 and
   B-tree indexes, PostgreSQL with tsvector + GIN and B-tree indexes, on the same
-  rows (their answers are checked against widetable's);
+  rows (their answers are checked against widetable's); every system's calls are
+  interleaved, one of each per round, so the machine's load touches them alike;
 * write-to-searchable p99 at a moderate write rate;
 * put_row throughput with one search index / without;
 * routing: a query routed to one shard / the same query on all 8;
@@ -110,6 +112,20 @@ def p50(fn, reps: int = 30) -> float:
     return statistics.median(times) * 1000
 
 
+def p50s(fns: dict, reps: int = 30) -> dict:
+    """The median ms of each of ``fns``, their calls interleaved (one of each per round, after
+    a warm-up), so that a change of the machine's load touches them all alike."""
+    for fn in fns.values():
+        fn()
+    times: dict = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) * 1000 for k, v in times.items()}
+
+
 def rss_mb() -> float:
     with open("/proc/self/status") as f:
         for line in f:
@@ -138,14 +154,22 @@ def main(argv: list[str] | None = None) -> int:
                 batch = []
         if batch:
             db.batch_write_row(batch)
+        # raw tantivy before and after ours: the machine's load drifts, so the ratio uses both
+        _, raw_before = raw_index(os.path.join(root, "raw0"), n)
+        shutil.rmtree(os.path.join(root, "raw0"), ignore_errors=True)
         start = time.perf_counter()
         db.create_search_index("card", "ix", FIELDS, shards=2)
         assert db.wait_for_search_indexes("card", "ix", timeout=3600)
         sync_s = time.perf_counter() - start
-        raw, raw_s = raw_index(os.path.join(root, "raw"), n)
+        raw, raw_after = raw_index(os.path.join(root, "raw"), n)
+        raw_s = (raw_before + raw_after) / 2
         print(f"rows {n}, search index shards 2")
         print(f"full sync       {n / sync_s:10.0f} rows/s   raw tantivy {n / raw_s:10.0f} rows/s"
+              f" ({n / raw_before:.0f} before, {n / raw_after:.0f} after)"
               f"   ratio {raw_s / sync_s:.2f} (target >= 0.5)")
+        st = db._search.states[("card", "ix")]  # noqa: SLF001 - the bench reports segments
+        print(f"segments: widetable {[s.searcher().num_segments for s in st.shards]} "
+              f"raw {raw.searcher().num_segments}")
 
         peers = search_peers.open_peers(root, rows, n, [p for p in args.peers.split(",") if p])
         for p in peers:
@@ -206,30 +230,36 @@ def main(argv: list[str] | None = None) -> int:
         for name, (q, sort) in ours.items():
             res = db.search("card", "ix", q, sort=sort, limit=10, columns=cols)
             want = [(r.primary_key[0], r.columns.get("seller"), r.columns.get("amount")) for r in res.rows]
-            mine = p50(lambda: db.search("card", "ix", q, sort=sort, limit=10, columns=cols), args.reps)
             rq, order, desc, exact = raw_q[name]
-            base = p50(lambda: raw_run(rq, order, desc, exact), args.reps)
-            scored = p50(lambda: raw_run(rq, None, False, exact), args.reps) if order == "seq" else None
-            line = (f"{name:16s} {mine:9.2f} {base:8.2f} {mine / base:6.2f} "
-                    f"{'' if scored is None else f'{scored:10.2f}':>10s}")
+            fns = {"mine": lambda: db.search("card", "ix", q, sort=sort, limit=10, columns=cols),
+                   "raw": lambda: raw_run(rq, order, desc, exact)}
+            if order == "seq":
+                fns["scored"] = lambda: raw_run(rq, None, False, exact)
             for p, pq in peer_q:
                 got = [tuple(r) for r in pq[name]()]
                 if got != want:
                     print(f"  ! {p.name} answers {name} differently: {got[:3]} ... vs {want[:3]} ...")
-                line += f" {p50(pq[name], args.reps):11.2f}"
+                fns[p.name] = pq[name]
+            ms = p50s(fns, args.reps)
+            scored = ms.get("scored")
+            line = (f"{name:16s} {ms['mine']:9.2f} {ms['raw']:8.2f} {ms['mine'] / ms['raw']:6.2f} "
+                    f"{'' if scored is None else f'{scored:10.2f}':>10s}")
+            line += "".join(f" {ms[p.name]:11.2f}" for p in peers)
             print(line)
         gb = [GroupByField("g", "seller", size=10, sub_aggs=(SumAgg("s", "amount"),))]
         res = db.search("card", "ix", MatchAllQuery(), limit=0, group_bys=gb)
         want = [(g.key, g.row_count, g.aggs["s"]) for g in res.group_bys["g"]]
-        mine = p50(lambda: db.search("card", "ix", MatchAllQuery(), limit=0, group_bys=gb), args.reps)
         spec = {"g": {"terms": {"field": "seller", "size": 10}, "aggs": {"s": {"sum": {"field": "amount"}}}}}
-        base = p50(lambda: se.aggregate(tantivy.Query.all_query(), spec), args.reps)
-        line = f"{'group by+sum':16s} {mine:9.2f} {base:8.2f} {mine / base:6.2f} {'':>10s}"
+        fns = {"mine": lambda: db.search("card", "ix", MatchAllQuery(), limit=0, group_bys=gb),
+               "raw": lambda: se.aggregate(tantivy.Query.all_query(), spec)}
         for p, pq in peer_q:
             got = [tuple(r) for r in pq["group by+sum"]()]
             if got != want:
                 print(f"  ! {p.name} answers the group-by differently: {got[:3]} ... vs {want[:3]} ...")
-            line += f" {p50(pq['group by+sum'], args.reps):11.2f}"
+            fns[p.name] = pq["group by+sum"]
+        ms = p50s(fns, args.reps)
+        line = f"{'group by+sum':16s} {ms['mine']:9.2f} {ms['raw']:8.2f} {ms['mine'] / ms['raw']:6.2f} {'':>10s}"
+        line += "".join(f" {ms[p.name]:11.2f}" for p in peers)
         print(line)
         print("(ratio: widetable / raw tantivy in the same order, plus a row read per hit; target <= 2)")
         for p in peers:

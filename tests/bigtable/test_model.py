@@ -506,3 +506,40 @@ def test_mutate_rows_applies_entries_of_one_row_in_turn(t) -> None:
     assert isinstance(statuses[4], ParameterInvalid) and "268435456" in statuses[4].message
     assert t.read_row(b"r").cells == (Cell("z", b"c", 1000, b"3"),)
     assert t.read_row(b"s").cells == (Cell("cf", b"a", 1000, b"x" * 100),)
+
+
+def test_reads_during_modify_families_never_fail_oddly(bt, t) -> None:
+    """modify_families swaps a table's families while reads run: a read either sees the
+    old families or the new ones (a stream may be told to retry: OTSServerBusy)."""
+    import threading
+
+    for i in range(200):
+        t.mutate_row(b"r%03d" % i, [SetCell("cf", b"q", 1000, b"v"), SetCell("b", b"q", 1000, b"v")])
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                t.read_row(b"r007")
+                for _ in t.read_rows(limit=50):
+                    pass
+            except ServerBusy:
+                pass
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for th in threads:
+        th.start()
+    try:
+        for i in range(20):
+            bt.modify_families("t", create=[FamilySpec(f"n{i}")])
+            bt.modify_families("t", drop=[f"n{i}"])
+    finally:
+        stop.set()
+        for th in threads:
+            th.join()
+    assert errors == []
+    assert len(t.read_row(b"r007").cells) == 2

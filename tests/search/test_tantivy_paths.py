@@ -20,6 +20,7 @@ import pytest
 
 import widetable
 from widetable.keys import layout as keys
+from widetable.search import ordered
 from widetable.search import (
     ASC, DESC, AvgAgg, CountAgg, DistinctCountAgg, FieldSort, GroupByDateHistogram, GroupByField,
     GroupByFilter, GroupByHistogram, GroupByRange, MatchAllQuery, MaxAgg, MinAgg, PrimaryKeySort,
@@ -108,9 +109,17 @@ SORTS = [
 ]
 
 
+@pytest.fixture(params=[ordered.SLACK, 0], ids=["slack", "no-slack"])
+def slack(request, monkeypatch):
+    """With the default slack most ties end among the hits asked for; with none every tie
+    at a boundary goes down the levels (and, for the long keys, past the last one)."""
+    monkeypatch.setattr(ordered, "SLACK", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("sort", SORTS, ids=repr)
 @pytest.mark.parametrize("page", [1, 4, 11])
-def test_field_sorts_follow_tokens_to_the_end(store, sort, page):
+def test_field_sorts_follow_tokens_to_the_end(store, sort, page, slack):
     db, rows = store
     for q, pred in ((MatchAllQuery(), lambda r: True),
                     (RangeQuery("d", 1_700_000_000_000, 1_700_000_000_000 + 2 * 86_400_000),
@@ -123,7 +132,7 @@ def test_field_sorts_follow_tokens_to_the_end(store, sort, page):
 
 @pytest.mark.parametrize("desc", [False, True])
 @pytest.mark.parametrize("page", [1, 7])
-def test_primary_key_order_with_long_keys(store, desc, page):
+def test_primary_key_order_with_long_keys(store, desc, page, slack):
     db, rows = store
     sort = [PrimaryKeySort(DESC)] if desc else None
     want = expected(rows, list(rows), None, pk_desc=desc)
@@ -134,7 +143,7 @@ def test_primary_key_order_with_long_keys(store, desc, page):
     assert all_pages(db, q, sort, page)[0] == want
 
 
-def test_offsets_agree_with_tokens(store):
+def test_offsets_agree_with_tokens(store, slack):
     db, rows = store
     sort = [FieldSort("n", DESC)]
     want = expected(rows, list(rows), sort[0])
@@ -325,3 +334,30 @@ def test_nested_score_modes(tmp_path, mode, order):
         assert scores["A"] == pytest.approx({"max": hi, "min": lo, "avg": (hi + lo) / 2,
                                              "total": hi + lo}[mode])
     db.close()
+
+
+def test_tantivy_plans_what_it_can(store):
+    """The aggregations and group-bys tantivy answers exactly are planned for it (a planner
+    that gives up answers right, through Python, but linear in the matches)."""
+    from widetable.search import GroupByComposite, PercentilesAgg
+    from widetable.search.aggs import Aggregator
+    from widetable.search.execute import Searcher
+    from widetable.search.tantivy_aggs import TantivyAggs
+
+    db, _ = store
+    st = db._search.states[("t", "ix")]
+    ta = TantivyAggs(Searcher(st), MatchAllQuery(), [0], Aggregator(st.meta, None, None))
+    for g in (GroupByField("f", "k", sub_aggs=(SumAgg("s", "n"), AvgAgg("a", "x"), CountAgg("c", "d"),
+                                            DistinctCountAgg("dc", "n"))),
+              GroupByField("f2", "n", sub_group_bys=(GroupByRange("r", "x", ((None, 1.5),)),)),
+              GroupByRange("r", "n", ((None, 0), (0, None))), GroupByHistogram("h", "x", 0.5),
+              GroupByDateHistogram("dh", "d", 86_400_000),
+              GroupByFilter("gf", (TermQuery("k", "a"),), sub_aggs=(MaxAgg("m", "n"),))):
+        assert ta._plan_group(g) is not None, g
+    for a in (SumAgg("s", "n"), MinAgg("m", "x"), MaxAgg("M", "d"), CountAgg("c", "k"),
+              DistinctCountAgg("dc", "k"), TopRowsAgg("t", 2, [FieldSort("n", DESC)])):
+        assert ta._plan_agg(a, True) is not None, a
+    for g in (GroupByComposite("c", ("k",)), GroupByHistogram("h", "x", 0.5, field_range=(0, 1)),
+              GroupByDateHistogram("m", "d", "month"), GroupByField("b", "b")):
+        assert ta._plan_group(g) is None, g  # these stay in Python
+    assert ta._plan_agg(PercentilesAgg("p", "n"), True) is None

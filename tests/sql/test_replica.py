@@ -234,3 +234,26 @@ def test_sigkill_leaves_the_replica_exact(tmp_path) -> None:
             start = rows[2] + 1
         finally:
             db.close()
+
+
+def test_a_damaged_replica_is_built_again(tmp_path) -> None:
+    import duckdb
+    path = str(tmp_path / "s")
+    db = widetable.open(path, purge_interval=None, maintenance_interval=None)
+    t = db.create_table("t", [("k", "INTEGER")])
+    for i in range(50):
+        t.put_row((i,), {"v": i})
+    db.sql("CREATE TABLE t (k BIGINT, v BIGINT, PRIMARY KEY(k))")
+    ready(db, "t")
+    db.close()
+    con = duckdb.connect(os.path.join(path, "sql", "replica.duckdb"))
+    (tid,), = con.execute("SELECT table_id FROM meta").fetchall()
+    con.execute(f'DROP TABLE "t_{tid}"')  # its rows are gone, its meta row stays
+    con.close()
+    db = widetable.open(path, purge_interval=None, maintenance_interval=None)
+    try:
+        assert db.sql("SELECT COUNT(*), SUM(v) FROM t").rows == [(50, 1225)]  # rows read
+        ready(db, "t")
+        assert db.sql("SELECT COUNT(*), SUM(v) FROM t").rows == [(50, 1225)]
+    finally:
+        db.close()

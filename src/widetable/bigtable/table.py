@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
-from ..errors import ParameterInvalid, WidetableError
+from ..errors import ParameterInvalid, ServerBusy, WidetableError
 from ..keys import layout
 from . import cells as C
 from .cells import now_micros
@@ -136,7 +136,15 @@ class BigtableTable:
         part = t._route_read(row_key)
         if not names:
             return None
-        data, nbytes = self._read_locked(t, row_key, names)
+        schema = t.schema
+        try:
+            data, nbytes = self._read_locked(t, row_key, names)
+        except KeyError:
+            if t.schema is schema:
+                raise
+            # modify_families swapped the families while this read named them: again,
+            # with the families as they are now.
+            return self.read_row(key, filter)
         part.bytes_read += nbytes
         cells = self._cells(t, data, now_micros(), True)
         if compiled is not None:
@@ -190,6 +198,17 @@ class BigtableTable:
 
     def _stream(self, t: FamilyTable, ranges: list[tuple[bytes, bytes]], names: list[str],
                 compiled, limit: int, reverse: bool) -> Iterator[BigtableRow]:
+        schema = t.schema
+        try:
+            yield from self._stream_rows(t, ranges, names, compiled, limit, reverse)
+        except KeyError:
+            if t.schema is schema:
+                raise
+            raise ServerBusy(
+                f"the column families of table {t.name!r} changed during this read; retry it") from None
+
+    def _stream_rows(self, t: FamilyTable, ranges: list[tuple[bytes, bytes]], names: list[str],
+                     compiled, limit: int, reverse: bool) -> Iterator[BigtableRow]:
         if not names:
             return
         sent = 0

@@ -227,15 +227,23 @@ class Compiler:
         name = slot.field.name
         ids = []
         if edge:
-            cand = s.q_bool([("must", s.q_terms(slot.name, edge)), ("must", s.q_rows())])
+            cand = self._rows_only(s.q_terms(slot.name, edge))
             ids = [doc_owner(pk) for pk, values in self._candidates(cand)
                    if any(test(lat, lon) for lat, lon in as_points(values.get(name)))]
         if not inner:
             return self._ids(ids)
-        inside = s.q_bool([("must", s.q_terms(slot.name, inner)), ("must", s.q_rows())])
+        inside = self._rows_only(s.q_const(s.q_terms(slot.name, inner), 1.0))
         if not ids:
             return inside
         return s.q_bool([("should", inside), ("should", self._ids(ids))], 1)
+
+    def _rows_only(self, query):
+        """``query`` limited to row documents: only child documents (NESTED) could also match
+        a top-level field, so without them the filter is left out (it costs a posting list
+        of every row)."""
+        if not self.nested_kinds:
+            return query
+        return self.shard.q_bool([("must", query), ("filter", self.shard.q_const(self.shard.q_rows(), 0.0))])
 
     def _ids(self, owners: list[str]):
         """The documents of ``owners``: with NESTED fields those include child documents, so

@@ -9,7 +9,6 @@ exact whatever the page.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..errors import ParameterInvalid, describe
@@ -19,6 +18,7 @@ from . import ordered
 from .aggs import Aggregator, TopRowsAgg
 from .compile import Compiler, hex_after
 from .documents import as_list, decode_src, order_key, order_levels
+from .pool import POOL
 from .query import FunctionScoreQuery, Query, check_query
 from .sort import FieldSort, PrimaryKeySort, SortKeys, check_sort
 from .tantivy_aggs import TantivyAggs
@@ -28,7 +28,7 @@ RETURN_ALL, RETURN_ALL_FROM_INDEX = "RETURN_ALL", "RETURN_ALL_FROM_INDEX"
 MAX_OFFSET_LIMIT = 100_000
 MAX_LIMIT, MAX_LIMIT_STORED = 100, 1000
 MAX_SCAN_LIMIT = 2000
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="widetable-search")
+_POOL = POOL
 
 
 @dataclass(slots=True)
@@ -168,7 +168,7 @@ class Searcher:
         if after is not None:
             cmp = keys.compare
             decorated = [d for d in decorated if cmp(d[0], after) > 0]
-        decorated.sort(key=lambda d: keys.cmp_key(d[0]))
+        keys.sort(decorated)
         page = decorated[offset:offset + limit]
         token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
         rows = self._rows([h for _, h in page], mode, names, fetch)
@@ -224,9 +224,23 @@ class Searcher:
                 fname = layout.fast(fs.field_name)
                 fdesc = fs.sort_order == "DESC"
                 has = shard.q_has(fs.field_name)
-                levels = [(fname, fdesc)] + pk_levels
                 tok = None if after is None else after[0]
                 tok_pk = None if after is None else after[1][1]
+                mv = fs.missing_value
+                if fs.missing == "last" and mv is None:
+                    # one part: tantivy puts the documents without the field last itself
+                    levels = [(fname, fdesc, has)] + pk_levels
+                    if tok is None:
+                        addrs = _part(shard, se, base, levels, None, [], want)
+                    elif tok[0] == 1:
+                        v = tok[1] + 0.0 if type(tok[1]) is float else tok[1]  # -0.0 is 0.0
+                        addrs = _part(shard, se, base, levels, tok_pk, [v], want,
+                                      shard.q_bool([("must_not", has), ("must", shard.q_rows())]))
+                    else:
+                        mq = shard.q_bool([("must", base), ("must_not", has)])
+                        addrs = _part(shard, se, mq, pk_levels, tok_pk, [], want)
+                    return [decode_src(src) for src in shard.sources(se, addrs)], total
+                levels = [(fname, fdesc)] + pk_levels
                 hq = shard.q_bool([("must", base), ("filter", has)])
                 if tok is None:
                     addrs += _part(shard, se, hq, levels, None, [], want)
@@ -236,7 +250,6 @@ class Searcher:
                 elif fs.missing == "first":  # the token is in the missing block: every value after
                     addrs += _part(shard, se, hq, levels, None, [], want)
                 mq = shard.q_bool([("must", base), ("must_not", has)])
-                mv = fs.missing_value
                 if tok is None:
                     addrs += _part(shard, se, mq, pk_levels, None, [], want)
                 elif mv is not None:
@@ -256,7 +269,7 @@ class Searcher:
         if after is not None:
             cmp = keys.compare
             decorated = [d for d in decorated if cmp(d[0], after) > 0]
-        decorated.sort(key=lambda d: keys.cmp_key(d[0]))
+        keys.sort(decorated)
         page = decorated[offset:offset + limit]
         token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
         rows = self._rows([h for _, h in page], mode, names, fetch)
@@ -310,16 +323,19 @@ class Searcher:
 
 
 def _part(shard, searcher, query, levels: list, after_pk: list | None, after_values: list,
-          want: int) -> list:
+          want: int, also=None) -> list:
     """``ordered.first`` of ``query`` after the key ``after_values + pk`` (None: from the
-    start)."""
+    start); ``also``: documents after the token besides those ``levels`` compare (the ones
+    without the sort field, when they come last)."""
     if after_pk is None:
         return ordered.first(shard, searcher, query, levels, want)
     pk = tuple(after_pk)
     n = len(shard.level_names)
     long = ordered.long_key(pk, n)
     values = after_values + order_levels(pk, n)
-    q, equal = ordered.beyond(shard, levels, values, inclusive_tail=long)
+    q, equal = ordered.beyond(shard, [lv[:2] for lv in levels], values, inclusive_tail=long)
+    if also is not None:
+        q = shard.q_bool([("should", q), ("should", also)], 1)
     q = shard.q_bool([("must", query), ("filter", q)])
     if long:  # documents that agree with the token on every level come back too: room for them
         want += shard.count(searcher, shard.q_bool([("must", query), ("filter", equal)]))

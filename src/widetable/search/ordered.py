@@ -4,11 +4,11 @@ An order is a list of *levels* ``[(tantivy field, desc)]``: a sort field, then
 the primary key's integer levels ``_k0 .. _k7`` (layout 2, see
 ``documents.order_levels``). tantivy orders by one fast field at a time and
 leaves ties in any order, so :func:`first` works level by level. It asks for
-``want + 1`` documents by the level's field. If the last wanted one and the one
-after it differ, every group of ties among the wanted is complete and the
-answer is those. Otherwise the group of the boundary value ``b`` is cut: the
-documents before it are kept, and the rest is asked of ``query AND field == b``
-by the next level. Past the last level (keys longer than 64 bytes that agree on
+``want + SLACK`` documents by the level's field. If the group of the boundary
+value ``b`` (the last wanted one's) ends among them, every group of ties is
+complete and the answer is those. Otherwise that group is cut: the documents
+before it are kept, and the rest is asked of ``query AND field == b`` by the
+next level. Past the last level (keys longer than 64 bytes that agree on
 all of them) every remaining document is returned. The caller decodes the
 documents and sorts them exactly (``sort.SortKeys``); :func:`first` only
 guarantees that they include the first ``want``. A key level that holds one
@@ -28,26 +28,37 @@ from __future__ import annotations
 from ..keys import codec
 
 
-def first(shard, searcher, query, levels: list[tuple[str, bool]], want: int) -> list:
+SLACK = 16  # hits asked for beyond ``want``: a tied group that ends among them is complete
+
+
+def first(shard, searcher, query, levels: list[tuple], want: int) -> list:
     """Addresses of documents of ``query`` that include its first ``want`` in the order of
-    ``levels`` (every level's field has a value in each document of ``query``)."""
+    ``levels``: ``(field, desc)``, or ``(field, desc, has)`` for a field that documents may
+    lack (they come last, in any direction; ``has`` is the query of those that have it)."""
     out: list = []
     q = query
-    for name, desc in levels:
+    for level in levels:
+        name, desc = level[0], level[1]
         if want <= 0:
             return out
         if shard.constant(name):
             continue  # one value in every document: it orders nothing
-        hits = shard.top_by(searcher, q, name, want + 1, desc)
-        if len(hits) <= want:
+        hits = shard.top_by(searcher, q, name, want + SLACK, desc)
+        if len(hits) < want + SLACK:  # every document of q
             return out + [a for _, a in hits]
         b = hits[want - 1][0]
-        if hits[want][0] != b:
-            return out + [a for _, a in hits[:want]]
+        end = want
+        while end < len(hits) and hits[end][0] == b:
+            end += 1
+        if end < len(hits):  # b's group ends among the hits: every tie is there
+            return out + [a for _, a in hits[:end]]
         keep = [a for v, a in hits[:want] if v != b]
         out += keep
         want -= len(keep)
-        q = shard.q_bool([("must", q), ("filter", shard.q_eq(name, b))])
+        if b is None:  # the tie is the documents without the field
+            q = shard.q_bool([("must", q), ("must_not", level[2])])
+        else:
+            q = shard.q_bool([("must", q), ("filter", shard.q_eq(name, b))])
     if want <= 0:
         return out
     return out + shard.addresses(searcher, q, shard.count(searcher, q))

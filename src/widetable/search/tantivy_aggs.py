@@ -33,6 +33,7 @@ from .aggs import (
     AvgAgg, CountAgg, DistinctCountAgg, Group, GroupByDateHistogram, GroupByField, GroupByFilter,
     GroupByHistogram, GroupByRange, MaxAgg, MinAgg, SubAggSort, SumAgg, TopRowsAgg, order_groups,
 )
+from .pool import POOL
 from .query import check_query
 from .sort import SortKeys, check_sort
 
@@ -121,11 +122,11 @@ class TantivyAggs:
             elif isinstance(g, GroupByDateHistogram):
                 if fk[1] != "int" or type(g.interval) is not int:
                     return None
+            else:
+                return None
             if isinstance(g, (GroupByHistogram, GroupByDateHistogram)) and (
                     g.field_range is not None or g.missing is not None or g.group_by_sort):
                 return None  # bounds, stand-ins and sorts of buckets: Python
-            else:
-                return None
             node = _Node(g, key, *fk)
         for a in getattr(g, "sub_aggs", ()):
             child = self._plan_agg(a, False)
@@ -212,20 +213,21 @@ class TantivyAggs:
         return ({a.name: out_a[a.name] for a in aggs}, {g.name: out_g[g.name] for g in group_bys})
 
     def _shard_parts(self, nodes: list[_Node]) -> list[dict]:
-        """Per shard, ``{node key: partial}`` for every node."""
+        """Per shard, ``{node key: partial}`` for every node (shards in parallel: an
+        aggregation visits every match, and tantivy runs it without the GIL)."""
         since = self.s.visible_from()
         spec = self._spec(nodes)
-        out = []
-        for i in self.shards:
+
+        def one(i: int) -> dict:
             shard = self.s.state.shards[i]
             se = shard.searcher()
             base = self.s.base(shard, se, self.query, since)
             raw = shard.aggregate(se, base, spec) if spec else {}
-            part = {}
-            for n in nodes:
-                part[n.key] = self._partial(n, raw, shard, se, base, since)
-            out.append(part)
-        return out
+            return {n.key: self._partial(n, raw, shard, se, base, since) for n in nodes}
+
+        if len(self.shards) == 1:
+            return [one(self.shards[0])]
+        return list(POOL.map(one, self.shards))
 
     def _partial(self, n: _Node, raw: dict, shard, se, base, since) -> object:
         """The partial result of node ``n`` from one shard's answer ``raw`` (the dict holding

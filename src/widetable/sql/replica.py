@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..health import LoopHealth
+from ..health import log as health_log
 from ..stream import log as changelog_records
 from ..table import rowcodec
 from ..table.table import full_range
@@ -243,12 +244,18 @@ class Replicas:
                     or self._trimmed_past(table, start, pos):
                 self.store.drop(table_id)
                 continue
-            cols = [(n, t) for n, t in json.loads(columns)]
-            r = Replica(self, table, cols, start, pos)
-            for pk_blob, col in self.store.bad_cells(table_id):
-                pk = tuple(msgspec.msgpack.decode(pk_blob))
-                r.bad.setdefault(pk, set()).add(col)
-            r.rows, r.bytes = self.store.stats(table_id)
+            try:
+                cols = [(n, t) for n, t in json.loads(columns)]
+                r = Replica(self, table, cols, start, pos)
+                for pk_blob, col in self.store.bad_cells(table_id):
+                    pk = tuple(msgspec.msgpack.decode(pk_blob))
+                    r.bad.setdefault(pk, set()).add(col)
+                r.rows, r.bytes = self.store.stats(table_id)
+            except Exception as exc:  # noqa: BLE001 - a damaged replica is built again
+                health_log.warning("widetable: SQL replica of table %r unreadable (%s); it is "
+                                   "dropped and built again at the next full scan", name, exc)
+                self.store.drop(table_id)
+                continue
             self._register(r, start)
             self.by_table[table_id] = r
         if self.by_table:
