@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/widetable serve --data ./data --port 8080
+	$(BIN)/widetable serve --data ./data --port 8080 --bigtable-port 8086
 
 # Headless Chromium for the Key Visualizer browser test (Debian's package), only when missing.
 chromium:

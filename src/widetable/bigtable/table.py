@@ -1,4 +1,4 @@
-"""``BigtableTable``: the data API of one Bigtable-model table (BT_CONTRACT.md).
+"""``BigtableTable``: the data API of one Bigtable-model table (README: the Bigtable model).
 
 Reads fetch only the families a filter can output (``filters.filter_families``), drop
 the cells their family's GC rule deletes (``gc.gc_expired``: expired cells are never

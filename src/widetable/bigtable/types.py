@@ -1,4 +1,4 @@
-"""Value types of the Bigtable model (issue 23; the shared contract is BT_CONTRACT.md).
+"""Value types of the Bigtable model (issue 23).
 
 All are frozen, slotted dataclasses. They carry no behaviour beyond light validation
 helpers (``check_*``), which raise :class:`~widetable.errors.ParameterInvalid` naming
