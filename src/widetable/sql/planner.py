@@ -24,6 +24,9 @@ Pure planning over sqlglot trees; nothing here reads the store. For one query:
 
 ``point`` marks a query the session answers with one ``get_row`` and no
 DuckDB: plain columns of one table, WHERE equality on every key column.
+``direct`` marks plain columns of one table whose WHERE is all predicates (rows read
+without DuckDB when the bound ranges are exact), ``count`` a bare ``COUNT(*)`` of the
+same kind (rows counted without DuckDB when the ranges are exact key or index ranges).
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ class QueryPlan:
     params: int
     point: bool = False
     direct: bool = False  # plain columns of one table: rows can come without DuckDB
+    count: bool = False  # a bare COUNT(*) of one table: the rows can be counted without DuckDB
     output: list[tuple[str, Column]] = field(default_factory=list)  # the direct path's columns
     shapers: dict = field(default_factory=dict)  # the direct path's row shapers, made once
 
@@ -301,6 +305,21 @@ def _push_limit(tree: exp.Expression, scans: list[ScanSpec]) -> None:
     scans[0].limit, scans[0].offset = n, m
 
 
+def _mark_count(tree: exp.Select, plan: QueryPlan) -> None:
+    """Whether the query is ``SELECT COUNT(*) [AS name]`` alone, no LIMIT or OFFSET (the
+    caller checked: one table, WHERE all predicates, no grouping): ``count``, with its
+    output name. COUNT(column) and COUNT(DISTINCT ...) stay with DuckDB."""
+    if len(tree.expressions) != 1 or tree.args.get("limit") or tree.args.get("offset"):
+        return
+    e = tree.expressions[0]
+    agg = e.this if isinstance(e, exp.Alias) else e
+    if type(agg) is not exp.Count or not isinstance(agg.this, exp.Star) or \
+            agg.args.get("distinct") or agg.expressions:
+        return
+    plan.count = True
+    plan.output = [(e.alias_or_name, None)]
+
+
 def _mark_point(tree: exp.Expression, plan: QueryPlan) -> None:
     """Whether the query is plain columns of one table with nothing for DuckDB to do but
     filter (``direct``: when the bound key ranges are exact, the session reads the rows
@@ -308,12 +327,15 @@ def _mark_point(tree: exp.Expression, plan: QueryPlan) -> None:
     if len(plan.scans) != 1 or not isinstance(tree, exp.Select):
         return
     spec = plan.scans[0]
-    if tree.args.get("joins") or spec.residual or _aggregates(tree):
+    if tree.args.get("joins") or spec.residual:
         return
     if any(tree.args.get(k) for k in ("group", "having", "distinct", "order", "qualify")):
         return
     from_ = tree.args.get("from")
     if from_ is None or not isinstance(from_.this, exp.Table):
+        return
+    if _aggregates(tree):
+        _mark_count(tree, plan)
         return
     out = []
     for e in tree.expressions:

@@ -3,8 +3,12 @@
 Statements are parsed and planned once per text and kept in a plan cache
 (``?`` parameters are bound per call); DDL on mappings empties the cache. A
 query's scans get their access paths when bound (``access.choose``), then
-either the point path answers it with one ``get_row`` (no DuckDB) or DuckDB
-runs the planned SQL over the scans' record batches.
+either the point path answers it with one ``get_row`` (no DuckDB), or the direct
+path reads plain columns of exact key or index ranges itself (LIMIT and OFFSET
+applied here), or the direct count counts the rows of a bare ``COUNT(*)`` over exact
+key or index ranges, or DuckDB runs the planned SQL over the scans' record batches.
+The direct paths run only under a ``max_scan_rows`` budget: with ``max_scan_rows=None``
+DuckDB runs every statement (EXPLAIN says which path a statement takes).
 
 Options of every statement (keyword arguments of ``db.sql``):
 
@@ -101,7 +105,8 @@ class SQLSession:
         if kind == "query":
             result = self._query(plan, values, limits, text)  # type: ignore[arg-type]
         elif kind == "explain":
-            result = self._explain(plan, values, columnar)  # type: ignore[arg-type]
+            result = self._explain(plan, values, columnar,  # type: ignore[arg-type]
+                                   limits[0] is not None)
         elif kind == "copy":
             if files is not True:
                 raise ParameterInvalid("COPY ... TO writes a file where the statement runs; a "
@@ -188,6 +193,8 @@ class SQLSession:
         budget = self._budget(limits)
         if plan.direct and accesses[0].exact and budget.max_rows is not None:
             return self._direct(plan, accesses[0], values, budget)
+        if plan.count and _countable(accesses[0]) and budget.max_rows is not None:
+            return self._count(plan, accesses[0], budget)
         running = self._run(plan, accesses, values, budget, limits[3])
         schema = normalized_schema(running.reader.schema)
         columns = [(f.name, sql_type(f.type)) for f in schema]
@@ -337,6 +344,15 @@ class SQLSession:
             out = out[:n]
         return SQLResult(columns, out, stats=budget.rows_read)
 
+    def _count(self, plan: QueryPlan, access: Access, budget) -> SQLResult:
+        """A bare COUNT(*) of exact key ranges or index ranges: the rows the access reads,
+        counted without DuckDB (the same rows, read the same way, as DuckDB's scan would
+        count; bounded by ``max_scan_rows``)."""
+        n = 0
+        for page in rows(access, plan.scans[0].columns, budget):
+            n += len(page)
+        return SQLResult([(plan.output[0][0], "BIGINT")], [(n,)], stats=budget.rows_read)
+
     def _point(self, plan: QueryPlan, values: list, text: str | None = None
                ) -> SQLResult | None:
         """The get_row path; None when the bound values do not fit the key (DuckDB decides).
@@ -351,7 +367,9 @@ class SQLSession:
                     self._points[text] = path
         return result
 
-    def _explain(self, plan: QueryPlan, values: list, columnar: bool = True) -> SQLResult:
+    def _explain(self, plan: QueryPlan, values: list, columnar: bool = True,
+                 budgeted: bool = True) -> SQLResult:
+        """``budgeted``: the statement has a ``max_scan_rows`` (the direct paths need one)."""
         columns = [("table", "MEDIUMTEXT"), ("access", "MEDIUMTEXT"),
                    ("pushed down", "MEDIUMTEXT")]
         rows = []
@@ -386,8 +404,11 @@ class SQLSession:
             name = spec.mapping.name + (f" AS {spec.alias}" if spec.alias != spec.mapping.name else "")
             explained.append((len(rows), spec, replica))
             rows.append((name, path, "; ".join(pushed)))
-        if plan.direct and accesses[0].exact:
+        if plan.direct and accesses[0].exact and budgeted:
             rows.append(("(no duckdb)", "rows read directly", "plain columns of exact key ranges"
+                         " (DuckDB runs it when max_scan_rows is None)"))
+        elif plan.count and _countable(accesses[0]) and budgeted:
+            rows.append(("(no duckdb)", "rows counted directly", "COUNT(*) of exact key ranges"
                          " (DuckDB runs it when max_scan_rows is None)"))
         else:
             rows.append(("(duckdb)", "runs the rest", plan.duck_sql))
@@ -520,6 +541,13 @@ class SQLSession:
         if self._duck is not None:
             self._duck.close()
             self._duck = None
+
+
+def _countable(access: Access) -> bool:
+    """Whether a bare COUNT(*) may count ``access``'s rows itself: its ranges return
+    exactly the rows WHERE selects, and they are key or index ranges (a full scan counts
+    faster from a columnar replica, a search index's total from DuckDB's path)."""
+    return access.exact and access.kind in ("point", "range", "index")
 
 
 def bind_value(v: object, values: list) -> object:
