@@ -83,6 +83,26 @@ def _bound(msg, closed: str, open_: str):
     return None, True
 
 
+# RowFilter's boolean fields and the library filter each stands for, both directions.
+_FLAGS = {"sink": F.Sink, "pass_all_filter": F.PassAll, "block_all_filter": F.BlockAll,
+          "strip_value_transformer": F.StripValue}
+_FLAG_BY_CLASS = {cls: field for field, cls in _FLAGS.items()}
+# RowFilter's one-value fields: the library filter and the attribute that holds the value.
+_SCALARS = (
+    ("row_key_regex_filter", F.RowKeyRegex, "pattern"),
+    ("family_name_regex_filter", F.FamilyNameRegex, "pattern"),
+    ("column_qualifier_regex_filter", F.QualifierRegex, "pattern"),
+    ("value_regex_filter", F.ValueRegex, "pattern"),
+    ("row_sample_filter", F.RowSample, "probability"),
+    ("cells_per_row_offset_filter", F.CellsPerRowOffset, "n"),
+    ("cells_per_row_limit_filter", F.CellsPerRowLimit, "n"),
+    ("cells_per_column_limit_filter", F.CellsPerColumnLimit, "n"),
+    ("apply_label_transformer", F.ApplyLabel, "label"),
+)
+_SCALAR_BY_FIELD = {field: cls for field, cls, _ in _SCALARS}
+_SCALAR_BY_CLASS = {cls: (field, attr) for field, cls, attr in _SCALARS}
+
+
 def _flag(f, name: str) -> None:
     if not getattr(f, name):
         raise ParameterInvalid(f"RowFilter.{name} must be true if set")
@@ -120,28 +140,12 @@ def _decode_filter(f, depth: int):
         false_f = (_decode_filter(c.false_filter, depth + 1) or F.PassAll()
                    if c.HasField("false_filter") else None)
         return F.Condition(pred, true_f, false_f)
-    if kind == "sink":
+    if kind in _FLAGS:
         _flag(f, kind)
-        return F.Sink()
-    if kind == "pass_all_filter":
-        _flag(f, kind)
-        return F.PassAll()
-    if kind == "block_all_filter":
-        _flag(f, kind)
-        return F.BlockAll()
-    if kind == "strip_value_transformer":
-        _flag(f, kind)
-        return F.StripValue()
-    if kind == "row_key_regex_filter":
-        return F.RowKeyRegex(f.row_key_regex_filter)
-    if kind == "family_name_regex_filter":
-        return F.FamilyNameRegex(f.family_name_regex_filter)
-    if kind == "column_qualifier_regex_filter":
-        return F.QualifierRegex(f.column_qualifier_regex_filter)
-    if kind == "value_regex_filter":
-        return F.ValueRegex(f.value_regex_filter)
-    if kind == "row_sample_filter":
-        return F.RowSample(f.row_sample_filter)
+        return _FLAGS[kind]()
+    scalar = _SCALAR_BY_FIELD.get(kind)
+    if scalar is not None:
+        return scalar(getattr(f, kind))
     if kind == "column_range_filter":
         r = f.column_range_filter
         start, start_inc = _bound(r, "start_qualifier_closed", "start_qualifier_open")
@@ -156,17 +160,18 @@ def _decode_filter(f, depth: int):
     if kind == "timestamp_range_filter":
         r = f.timestamp_range_filter
         return F.TimestampRange(r.start_timestamp_micros, r.end_timestamp_micros or None)
-    if kind == "cells_per_row_offset_filter":
-        return F.CellsPerRowOffset(f.cells_per_row_offset_filter)
-    if kind == "cells_per_row_limit_filter":
-        return F.CellsPerRowLimit(f.cells_per_row_limit_filter)
-    if kind == "cells_per_column_limit_filter":
-        return F.CellsPerColumnLimit(f.cells_per_column_limit_filter)
-    if kind == "apply_label_transformer":
-        return F.ApplyLabel(f.apply_label_transformer)
     if kind == "value_bitmask_filter":
         return F.ValueBitmask(f.value_bitmask_filter.mask)
     raise NotSupported(f"RowFilter.{kind} is not supported")
+
+
+def _set_bounds(r, flt, what: str) -> None:
+    """Set ``start_<what>_closed|open`` and ``end_<what>_closed|open`` of a range message from
+    a ColumnRange or ValueRange (the inverse of ``_bound``)."""
+    if flt.start is not None:
+        setattr(r, f"start_{what}_{'closed' if flt.start_inclusive else 'open'}", flt.start)
+    if flt.end is not None:
+        setattr(r, f"end_{what}_{'closed' if flt.end_inclusive else 'open'}", flt.end)
 
 
 def encode_filter(flt):
@@ -186,48 +191,23 @@ def encode_filter(flt):
         if flt.false_filter is not None:
             c.false_filter.CopyFrom(encode_filter(flt.false_filter))
         return RF(condition=c)
-    simple = {F.Sink: "sink", F.PassAll: "pass_all_filter", F.BlockAll: "block_all_filter",
-              F.StripValue: "strip_value_transformer"}
-    if t in simple:
-        return RF(**{simple[t]: True})
-    if t is F.RowKeyRegex:
-        return RF(row_key_regex_filter=flt.pattern)
-    if t is F.FamilyNameRegex:
-        return RF(family_name_regex_filter=flt.pattern)
-    if t is F.QualifierRegex:
-        return RF(column_qualifier_regex_filter=flt.pattern)
-    if t is F.ValueRegex:
-        return RF(value_regex_filter=flt.pattern)
-    if t is F.RowSample:
-        return RF(row_sample_filter=flt.probability)
+    flag = _FLAG_BY_CLASS.get(t)
+    if flag is not None:
+        return RF(**{flag: True})
+    scalar = _SCALAR_BY_CLASS.get(t)
+    if scalar is not None:
+        return RF(**{scalar[0]: getattr(flt, scalar[1])})
     if t is F.ColumnRange:
         r = v2.ColumnRange(family_name=flt.family)
-        if flt.start is not None:
-            setattr(r, "start_qualifier_closed" if flt.start_inclusive else "start_qualifier_open",
-                    flt.start)
-        if flt.end is not None:
-            setattr(r, "end_qualifier_closed" if flt.end_inclusive else "end_qualifier_open",
-                    flt.end)
+        _set_bounds(r, flt, "qualifier")
         return RF(column_range_filter=r)
     if t is F.ValueRange:
         r = v2.ValueRange()
-        if flt.start is not None:
-            setattr(r, "start_value_closed" if flt.start_inclusive else "start_value_open",
-                    flt.start)
-        if flt.end is not None:
-            setattr(r, "end_value_closed" if flt.end_inclusive else "end_value_open", flt.end)
+        _set_bounds(r, flt, "value")
         return RF(value_range_filter=r)
     if t is F.TimestampRange:
         return RF(timestamp_range_filter=v2.TimestampRange(
             start_timestamp_micros=flt.start, end_timestamp_micros=flt.end or 0))
-    if t is F.CellsPerRowOffset:
-        return RF(cells_per_row_offset_filter=flt.n)
-    if t is F.CellsPerRowLimit:
-        return RF(cells_per_row_limit_filter=flt.n)
-    if t is F.CellsPerColumnLimit:
-        return RF(cells_per_column_limit_filter=flt.n)
-    if t is F.ApplyLabel:
-        return RF(apply_label_transformer=flt.label)
     if t is F.ValueBitmask:
         return RF(value_bitmask_filter=v2.ValueBitmask(mask=flt.mask))
     raise ParameterInvalid(f"not a row filter: {describe(flt)}")
