@@ -17,6 +17,7 @@ import atexit
 import threading
 import weakref
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import duckdb
 import pyarrow as pa
@@ -414,53 +415,48 @@ class ReplicaStore:
         """In one transaction: delete the rows whose key is in ``keys`` (and the bad cells
         of ``unbad`` keys), insert ``rows`` and ``bad`` cells, and record ``positions``
         (and ``ready``). Returns ``(rows, bytes)`` deleted."""
-        with self._lock:
-            cur = self._db.cursor()
-            try:
-                cur.execute("BEGIN")
-                deleted = (0, 0)
-                target = self._table(table_id)
-                if keys is not None and keys.num_rows:
-                    cur.register("__wt_keys", keys)
-                    on = " AND ".join(f"t.{quote(c)} = d.{quote(c)}" for c in keys.column_names)
-                    gone = cur.execute(f'DELETE FROM {target} AS t USING "__wt_keys" AS d '
-                                       f'WHERE {on} RETURNING t."__bytes"').fetchall()
-                    deleted = (len(gone), sum(g[0] or 0 for g in gone))
-                    cur.unregister("__wt_keys")
-                if unbad:
-                    cur.executemany(f"DELETE FROM {SCHEMA}.bad WHERE table_id = ? AND pk = ?",
-                                    [[table_id, k] for k in unbad])
-                if rows is not None and rows.num_rows:
-                    cur.register("__wt_rows", rows)
-                    cur.execute(f'INSERT INTO {target} SELECT * FROM "__wt_rows"')
-                    cur.unregister("__wt_rows")
-                if bad:
-                    cur.executemany(f"INSERT INTO {SCHEMA}.bad VALUES (?, ?, ?)",
-                                    [[table_id, k, c] for k, c in bad])
-                if positions is not None:
-                    cur.execute(f"UPDATE {SCHEMA}.meta SET positions = ? WHERE table_id = ?",
-                                [positions, table_id])
-                if ready is not None:
-                    cur.execute(f"UPDATE {SCHEMA}.meta SET ready = ? WHERE table_id = ?",
-                                [ready, table_id])
-                cur.execute("COMMIT")
-                return deleted
-            except BaseException:
-                try:
-                    cur.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass
-                raise
-            finally:
-                cur.close()
+        with self._transaction() as cur:
+            deleted = (0, 0)
+            target = self._table(table_id)
+            if keys is not None and keys.num_rows:
+                cur.register("__wt_keys", keys)
+                on = " AND ".join(f"t.{quote(c)} = d.{quote(c)}" for c in keys.column_names)
+                gone = cur.execute(f'DELETE FROM {target} AS t USING "__wt_keys" AS d '
+                                   f'WHERE {on} RETURNING t."__bytes"').fetchall()
+                deleted = (len(gone), sum(g[0] or 0 for g in gone))
+                cur.unregister("__wt_keys")
+            if unbad:
+                cur.executemany(f"DELETE FROM {SCHEMA}.bad WHERE table_id = ? AND pk = ?",
+                                [[table_id, k] for k in unbad])
+            if rows is not None and rows.num_rows:
+                cur.register("__wt_rows", rows)
+                cur.execute(f'INSERT INTO {target} SELECT * FROM "__wt_rows"')
+                cur.unregister("__wt_rows")
+            if bad:
+                cur.executemany(f"INSERT INTO {SCHEMA}.bad VALUES (?, ?, ?)",
+                                [[table_id, k, c] for k, c in bad])
+            if positions is not None:
+                cur.execute(f"UPDATE {SCHEMA}.meta SET positions = ? WHERE table_id = ?",
+                            [positions, table_id])
+            if ready is not None:
+                cur.execute(f"UPDATE {SCHEMA}.meta SET ready = ? WHERE table_id = ?",
+                            [ready, table_id])
+            return deleted
 
     def _write(self, statements: list[tuple[str, list | None]]) -> None:
+        with self._transaction() as cur:
+            for sql, params in statements:
+                cur.execute(sql, params)
+
+    @contextmanager
+    def _transaction(self) -> Iterator:
+        """A cursor inside BEGIN ... COMMIT under the store's lock; any exception rolls the
+        transaction back (a failed ROLLBACK is ignored: the original error is raised)."""
         with self._lock:
             cur = self._db.cursor()
             try:
                 cur.execute("BEGIN")
-                for sql, params in statements:
-                    cur.execute(sql, params)
+                yield cur
                 cur.execute("COMMIT")
             except BaseException:
                 try:
