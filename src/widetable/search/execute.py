@@ -17,10 +17,10 @@ from ..table.values import now_ms
 from . import ordered
 from .aggs import Aggregator, TopRowsAgg
 from .compile import Compiler, hex_after
-from .documents import as_list, decode_src, order_key, order_levels
+from .documents import as_list, decode_part, decode_src, decode_src_lazy, order_key, order_levels
 from .pool import POOL
 from .query import FunctionScoreQuery, Query, check_query
-from .sort import FieldSort, PrimaryKeySort, SortKeys, check_sort
+from .sort import FieldSort, PrimaryKeySort, SortKeys, check_sort, sort_keys
 from .tantivy_aggs import TantivyAggs
 
 RETURN_NONE, RETURN_SPECIFIED = "RETURN_NONE", "RETURN_SPECIFIED"
@@ -138,7 +138,7 @@ class Searcher:
         mode, names = check_columns(self.meta, columns)
         check_page(self.meta, mode, names, offset, limit)
         check_query(query)
-        keys = SortKeys(check_sort(self.meta, sort))
+        keys = sort_keys(check_sort(self.meta, sort))
         after = None if next_token is None else keys.decode_token(next_token)
         agg = Aggregator(self.meta, lambda q: {pk for _, pk, _, _ in self.matches(q, shards)},
                          lambda hs, a: self._top_rows(hs, a, fetch))
@@ -207,6 +207,7 @@ class Searcher:
         pk_desc = sorters[-1].sort_order == "DESC"  # type: ignore[attr-defined]
         fs = sorters[0] if isinstance(sorters[0], FieldSort) else None
         layout = self.layout
+        dec = decode_src if fs is not None else decode_src_lazy  # key order needs only the keys
 
         def one(i: int) -> tuple[list, int]:
             shard = self.state.shards[i]
@@ -239,7 +240,7 @@ class Searcher:
                     else:
                         mq = shard.q_bool([("must", base), ("must_not", has)])
                         addrs = _part(shard, se, mq, pk_levels, tok_pk, [], want)
-                    return [decode_src(src) for src in shard.sources(se, addrs)], total
+                    return [dec(src) for src in shard.sources(se, addrs)], total
                 levels = [(fname, fdesc)] + pk_levels
                 hq = shard.q_bool([("must", base), ("filter", has)])
                 if tok is None:
@@ -261,7 +262,7 @@ class Searcher:
                     addrs += _part(shard, se, mq, pk_levels, tok_pk, [], want)
                 elif fs.missing == "last":
                     addrs += _part(shard, se, mq, pk_levels, None, [], want)
-            return [decode_src(src) for src in shard.sources(se, addrs)], total
+            return [dec(src) for src in shard.sources(se, addrs)], total
 
         parts = [one(i) for i in shards]  # small per shard: the pool's hand-offs cost more
         decorated = [(keys.key(0.0, pk, values), (0.0, pk, values, stored))
@@ -313,7 +314,7 @@ class Searcher:
         if mode == RETURN_NONE:
             return [Row(h[1], {}, 0) for h in hits]
         if mode == RETURN_ALL_FROM_INDEX:
-            return [Row(h[1], dict(sorted(h[3].items())), 0) for h in hits]
+            return [Row(h[1], dict(sorted(decode_part(h[3]).items())), 0) for h in hits]
         return fetch([h[1] for h in hits], None if mode == RETURN_ALL else names)
 
     def _top_rows(self, hits: list, agg: TopRowsAgg, fetch) -> list[Row]:
