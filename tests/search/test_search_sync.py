@@ -134,3 +134,19 @@ def test_row_builder_agrees_with_the_general_functions(nested, pk_value, columns
     except Rejected as exc:
         got = ("rejected", str(exc))
     assert got == want
+
+
+def test_returned_columns_are_sorted_by_name(tmp_path):
+    db = widetable.open(str(tmp_path / "s"), purge_interval=None)
+    try:
+        t = db.create_table("t", [("id", "INTEGER")])
+        t.put_row((1,), {"z": 1, "a": 2, "m": 3, "k": "x"})
+        t.put_row((2,), {"m": 4, "k": "x"})
+        db.create_search_index("t", "ix", [("k", "KEYWORD")])
+        assert db.wait_for_search_indexes("t", "ix")
+        for columns in (["z", "a", "m"], "RETURN_ALL"):
+            rows = db.search("t", "ix", TermQuery("k", "x"), columns=columns).rows
+            assert [list(r.columns) for r in rows] == (
+                [["a", "m", "z"], ["m"]] if columns != "RETURN_ALL" else [["a", "k", "m", "z"], ["k", "m"]])
+    finally:
+        db.close()

@@ -10,6 +10,7 @@ exact whatever the page.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from ..errors import ParameterInvalid, describe
 from ..table.row import Row
@@ -29,6 +30,7 @@ MAX_OFFSET_LIMIT = 100_000
 MAX_LIMIT, MAX_LIMIT_STORED = 100, 1000
 MAX_SCAN_LIMIT = 2000
 _POOL = POOL
+_KEY = itemgetter(1)  # a hit's primary key
 
 
 @dataclass(slots=True)
@@ -265,15 +267,28 @@ class Searcher:
             return [dec(src) for src in shard.sources(se, addrs)], total
 
         parts = [one(i) for i in shards]  # small per shard: the pool's hand-offs cost more
-        decorated = [(keys.key(0.0, pk, values), (0.0, pk, values, stored))
-                     for part, _ in parts for pk, values, stored in part]
-        if after is not None:
-            cmp = keys.compare
-            decorated = [d for d in decorated if cmp(d[0], after) > 0]
-        keys.sort(decorated)
-        page = decorated[offset:offset + limit]
-        token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
-        rows = self._rows([h for _, h in page], mode, names, fetch)
+        if fs is None:
+            # key order alone: the keys as tuples are the sort keys (``SortKeys.compare``
+            # compares them so), and only the last row's becomes a token
+            items = [(0.0, pk, values, stored) for part, _ in parts for pk, values, stored in part]
+            if after is not None:
+                ak = tuple(after[0][1])
+                items = [h for h in items if (h[1] < ak if pk_desc else h[1] > ak)]
+            items.sort(key=_KEY, reverse=pk_desc)
+            hits = items[offset:offset + limit]
+            token = keys.encode_token(keys.key(0.0, hits[-1][1], {})) \
+                if hits and len(items) > offset + limit else None
+        else:
+            decorated = [(keys.key(0.0, pk, values), (0.0, pk, values, stored))
+                         for part, _ in parts for pk, values, stored in part]
+            if after is not None:
+                cmp = keys.compare
+                decorated = [d for d in decorated if cmp(d[0], after) > 0]
+            keys.sort(decorated)
+            page = decorated[offset:offset + limit]
+            token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
+            hits = [h for _, h in page]
+        rows = self._rows(hits, mode, names, fetch)
         total = sum(t for _, t in parts) if get_total_count else -1
         return SearchResult(rows, total, token, {}, {}, [SearchHit(0.0, r) for r in rows])
 

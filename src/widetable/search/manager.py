@@ -376,6 +376,9 @@ def _fetch(table, pks: list[tuple], names: list[str] | None) -> list[Row]:
     """The rows of ``pks`` (their ``names`` columns, None: all), columns sorted by name; a row
     gone since it was indexed comes back empty. One multi-row read for the page."""
     got = table.get_rows(pks, names or None)
+    if names:  # a projection's columns come sorted
+        return [Row(pk, {}, 0) if row is None else Row(pk, row.columns, row._stamps)
+                for pk, row in zip(pks, got)]
     return [Row(pk, {}, 0) if row is None else Row(pk, dict(sorted(row.columns.items())), row._stamps)
             for pk, row in zip(pks, got)]
 

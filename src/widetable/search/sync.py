@@ -34,7 +34,8 @@ from .documents import FieldLayout, Rejected, encode_src, locate
 from .schema import IndexMeta
 
 BACKFILL_ROWS = 2000
-FULL_COMMIT_INTERVAL = 5.0  # seconds between commits while backfilling (each flushes segments)
+FULL_COMMIT_INTERVAL = 30.0  # seconds between commits while backfilling: each makes segments,
+# which every later search pays for; a crash redoes at most this much of the backfill
 LOG_GROUP = 5000
 
 
