@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 ARROW = {INTEGER: pa.int64(), DOUBLE: pa.float64(), BOOLEAN: pa.bool_(), STRING: pa.string(),
          BINARY: pa.binary()}
 _PY = {INTEGER: int, DOUBLE: float, BOOLEAN: bool, STRING: str, BINARY: bytes}
-_PAGES = (256, 1024, 4096, 5000)  # rows per page: the first pages small, for early LIMITs
+PAGES = (256, 1024, 4096, 5000)  # rows per page: the first pages small, for early LIMITs
 _NONE_TYPE = type(None)
 _unpack = rowcodec.unpack
 TIMEOUT = "OTSTimeout"
@@ -164,7 +164,7 @@ def _pages(table: Table, start: tuple, end: tuple, fetch_base: bool, attrs: list
     k = 0
     left = limit
     while not budget.stop.is_set():
-        size = _PAGES[min(k, len(_PAGES) - 1)]
+        size = PAGES[min(k, len(PAGES) - 1)]
         if left is not None:
             size = min(size, left)
             if size <= 0:
