@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import time
-from itertools import chain
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
@@ -61,6 +60,8 @@ class Shaper:
             groups.setdefault(want, []).append(j)
         self.groups = [(itemgetter(*js) if len(js) > 1 else _single(js[0]), {want, type(None)})
                        for want, js in groups.items()]
+        # The same checks over many rows: one C-level pass per column.
+        self.fits = [(itemgetter(j), {want, type(None)}) for j, _, want in self.checks]
         n = len(key_names)
         # The common shape (SELECT * of a mapping: the key in order, then attributes):
         # each row is its key tuple plus its attributes, made by C-level calls.
@@ -112,10 +113,8 @@ class Shaper:
 
     def _fit(self, out: list[tuple]) -> bool:
         """Whether every checked value of ``out`` is of its column's type or None: one
-        C-level pass over the values of each wanted type."""
-        flat = chain.from_iterable
-        return all(allowed.issuperset(map(type, flat(map(get, out))))
-                   for get, allowed in self.groups)
+        C-level pass over each checked column."""
+        return all(set(map(type, map(get, out))) <= allowed for get, allowed in self.fits)
 
     def _check(self, out: list[tuple], key_of) -> None:
         """Raise for the first value of ``out`` not of its column's type; ``key_of(k)``:

@@ -39,7 +39,7 @@ from .fastpath import KeyPath, PointPath, Shaper, defined_types
 from .mapping import Mapping, MappingCatalog
 from .planner import Param, QueryPlan, plan_query
 from .result import SQLResult, normalized_schema, sql_type
-from .scan import Budget, arrow_schema, batches, rows
+from .scan import Budget, arrow_schema, batches, rows, stored_pages
 from .types import SQL_NAME, fits
 
 if TYPE_CHECKING:
@@ -345,8 +345,12 @@ class SQLSession:
         if shape is None:
             shape = plan.shapers[key] = Shaper(plan.output, names, defined, access.base.name)
         out: list[tuple] = []
-        for page in rows(access, spec.columns, budget):
-            out.extend(shape.page(page))
+        if stored_pages(access):  # stored rows decoded straight into output rows
+            for page in rows(access, spec.columns, budget, stored=True):
+                out += shape.blobs(page)
+        else:
+            for page in rows(access, spec.columns, budget):
+                out += shape.page(page)
         if m:
             out = out[m:]
         if n is not None:
