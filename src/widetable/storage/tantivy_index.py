@@ -303,6 +303,11 @@ class Shard:
         """tantivy's aggregation request ``spec`` (Elasticsearch's JSON form) over ``query``."""
         return searcher.aggregate(query, spec)
 
+    def doc_freq(self, searcher, name: str, term: str) -> int:
+        """How many documents hold ``term`` in text field ``name`` (deleted ones included
+        until their segment merges: an estimate)."""
+        return searcher.doc_freq(name, term)
+
     def terms(self, searcher, name: str, prefix: str = "") -> list[str]:
         """Every term of ``name`` beginning with ``prefix`` (any order)."""
         return [t for t, _ in searcher.terms_with_prefix(name, prefix)]
