@@ -215,10 +215,18 @@ class Searcher:
             shard = self.state.shards[i]
             se = shard.searcher()
             base = self.base(shard, se, query, since)
+            pk_levels = [(n, pk_desc) for n in shard.level_names]
+            one_part = fs is None or (fs.missing == "last" and fs.missing_value is None)
+            if limit and after is None and one_part and get_total_count:
+                # the page's first search over ``base`` counts it too
+                levels = pk_levels if fs is None else \
+                    [(layout.fast(fs.field_name), fs.sort_order == "DESC",
+                      shard.q_has(fs.field_name))] + pk_levels
+                addrs, total = ordered.first(shard, se, base, levels, want, counted=True)
+                return [dec(src) for src in shard.sources(se, addrs)], total
             total = shard.count(se, base) if get_total_count else -1
             if not limit:
                 return [], total
-            pk_levels = [(n, pk_desc) for n in shard.level_names]
             addrs: list = []
             if fs is None:
                 addrs = _part(shard, se, base, pk_levels, None if after is None else after[0][1],

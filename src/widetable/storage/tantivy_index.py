@@ -285,6 +285,13 @@ class Shard:
         return searcher.search(query, limit, count=False, order_by_field=name,
                                order=tantivy.Order.Desc if desc else tantivy.Order.Asc).hits
 
+    def top_by_counted(self, searcher, query, name: str, limit: int,
+                       desc: bool) -> tuple[list[tuple[object, object]], int]:
+        """``top_by`` and the number of documents matching ``query``, in one search."""
+        res = searcher.search(query, max(limit, 1), count=True, order_by_field=name,
+                              order=tantivy.Order.Desc if desc else tantivy.Order.Asc)
+        return (res.hits if limit > 0 else []), res.count
+
     def addresses(self, searcher, query, limit: int) -> list:
         """The addresses of up to ``limit`` documents matching ``query`` (any order)."""
         if limit <= 0:
