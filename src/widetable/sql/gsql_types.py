@@ -100,7 +100,11 @@ def of_arrow(t: pa.DataType, column: str) -> object:
     if pa.types.is_map(t):
         return ("MAP", of_arrow(t.key_type, column), of_arrow(t.item_type, column))
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return ("ARRAY", of_arrow(t.value_type, column))
+        element = of_arrow(t.value_type, column)
+        if isinstance(element, tuple) and element[0] in ("ARRAY", "MAP"):
+            raise ParameterInvalid(f"result column {column!r} is an array of {element[0].lower()}s, "
+                                   "which Bigtable's SQL cannot return")
+        return ("ARRAY", element)
     if pa.types.is_struct(t):
         return ("STRUCT", tuple((t.field(i).name, of_arrow(t.field(i).type, column))
                                 for i in range(t.num_fields)))

@@ -196,3 +196,25 @@ def test_errors_are_bigtables_status_codes(bt_server, data_client, events, class
         it = data_client.execute_query(f"SELECT * FROM `{events}`", INSTANCE)
         classic.table(events).column_family("extra2", MaxVersionsGCRule(1)).create()
         list(it)
+
+
+def test_bt_sql_and_the_thin_client_through_the_endpoint(bt_server, events):
+    from typer.testing import CliRunner
+
+    from widetable.cli import app
+    from widetable.client.bigtable import connect_bigtable
+    from widetable.errors import ObjectNotExist
+
+    res = CliRunner().invoke(app, ["bt", "sql", f"SELECT _key, n['visits'] AS v FROM `{events}` "
+                                   "WHERE _key = @k", "k=user#04", "--json",
+                                   "--endpoint", bt_server.host, "--instance", INSTANCE])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.strip() == '{"_key": "user#04", "v": 4}'
+    with connect_bigtable(bt_server.host, project=PROJECT, instance=INSTANCE) as bt:
+        answer = bt.execute_query(f"SELECT _key, cf FROM `{events}` WHERE STARTS_WITH(_key, @p)",
+                                  {"p": b"user#1"})
+        assert answer.columns == [("_key", "BYTES"), ("cf", "MAP<BYTES, BYTES>")]
+        assert len(answer) == 10 and answer.rows[0] == (
+            b"user#10", [(b"city", b"c1"), (b"name", b"name-10")])
+        with pytest.raises(ObjectNotExist):
+            bt.execute_query("SELECT _key FROM nope")

@@ -4,7 +4,8 @@ store's Bigtable tables, answered by ``db.bigtable.sql`` (``widetable.sql.google
 PrepareQuery checks the query and answers its columns' types, the ``prepared_query``
 bytes and ``valid_until``. ExecuteQuery runs a prepared query with its parameters and
 streams the rows as ``PartialResultSet`` batches (``wire/bigtable/query.py``); a
-``resume_token`` continues a stream after its last complete batch. Both are reads. They
+``resume_token`` continues a stream after its last complete batch. Both are reads (the
+Bigtable port keeps no read/write lists: its one shared token allows every call). They
 run on the worker pool (``pooled``): a query may scan and aggregate for a while, and the
 loop keeps serving meanwhile.
 """
@@ -22,9 +23,6 @@ from ...wire.bigtable.query import (
     encode_timestamp,
 )
 from .service import Registry, instance_name
-
-READS = ("PrepareQuery", "ExecuteQuery")  # neither changes anything
-
 
 class QueryService:
     """The SQL handlers over ``bt`` (a BigtableInstance; its ``sql`` runs the queries)."""
@@ -46,7 +44,7 @@ class QueryService:
 
     def execute_query(self, req, context):
         """The answer's messages, lazily."""
-        from ...sql.gsql_types import Typed
+        from ...sql.gsql_types import Typed  # here: pyarrow loads with the first query
         instance_name(req.instance_name, "instance_name")
         if req.view_parameters:
             raise NotSupported("ExecuteQuery: view_parameters are not supported (views are not served)")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from fastcrc import crc32
 
-from ...errors import NotSupported, ParameterInvalid
+from ...errors import NotSupported, ParameterInvalid, WidetableError
 from . import protobuf, v2
 
 MAX_CHUNK = 1 << 20  # bytes of batch_data per message (the client's receive limit is 4 MiB)
@@ -112,9 +112,20 @@ def decode_value(msg, t: object, what: str) -> object:
         except ValueError:
             raise ParameterInvalid(f"{what}: {d.year}-{d.month}-{d.day} is not a date") from None
     if isinstance(t, tuple):
-        if t[0] != "ARRAY":
-            raise NotSupported(f"{what}: parameters of type {t[0]} are not supported")
-        return [decode_value(v, t[1], what) for v in msg.array_value.values]
+        items = msg.array_value.values
+        if t[0] == "ARRAY":
+            return [decode_value(v, t[1], what) for v in items]
+        if t[0] == "MAP":  # [(key, value)], as Arrow lists a map
+            out = []
+            for entry in items:
+                pair = entry.array_value.values
+                if len(pair) != 2:
+                    raise ParameterInvalid(f"{what}: a map entry of {len(pair)} values")
+                out.append((decode_value(pair[0], t[1], what), decode_value(pair[1], t[2], what)))
+            return out
+        if len(items) != len(t[1]):
+            raise ParameterInvalid(f"{what}: a struct of {len(items)} values for {len(t[1])} fields")
+        return {name: decode_value(v, ft, what) for (name, ft), v in zip(t[1], items)}
     return getattr(msg, want)
 
 
@@ -126,7 +137,41 @@ def decode_params(params, what: str = "parameter") -> dict:
         if not value.HasField("type"):
             raise ParameterInvalid(f"{label} has no type")
         t = decode_type(value.type, label)
+        if isinstance(t, tuple) and t[0] != "ARRAY":
+            raise NotSupported(f"{label}: parameters of type {t[0]} are not supported")
         out[name] = (decode_value(value, t, label), t)
+    return out
+
+
+def decode_rows(batch: bytes, types: list, checksum: int | None = None) -> list[tuple]:
+    """One batch (a serialized ``ProtoRows``) -> its rows (a client's side); ``checksum``:
+    the batch's CRC-32C, checked."""
+    if checksum is not None and crc32.iscsi(batch) != checksum:
+        raise WidetableError(f"ExecuteQuery batch of {len(batch)} bytes fails its checksum")
+    values = v2.ProtoRows.FromString(batch).values
+    n = len(types)
+    if n == 0 or len(values) % n:
+        raise ParameterInvalid(f"a batch of {len(values)} values for {n} columns")
+    return [tuple(decode_value(values[i + j], types[j], f"column {j}") for j in range(n))
+            for i in range(0, len(values), n)]
+
+
+def type_text(t: object) -> str:
+    """``MAP<BYTES, INT64>``: a type as GoogleSQL spells it."""
+    if isinstance(t, str):
+        return t
+    if t[0] == "ARRAY":  # type: ignore[index]
+        return f"ARRAY<{type_text(t[1])}>"  # type: ignore[index]
+    if t[0] == "MAP":  # type: ignore[index]
+        return f"MAP<{type_text(t[1])}, {type_text(t[2])}>"  # type: ignore[index]
+    return "STRUCT<" + ", ".join(f"{n} {type_text(ft)}" if n else type_text(ft)
+                                 for n, ft in t[1]) + ">"  # type: ignore[index]
+
+
+def encode_param(value: object, t: object):
+    """A parameter's ``Value`` with its ``type`` set (a client's side)."""
+    out = v2.Value.FromString(value_encoder(t)(value))
+    out.type.CopyFrom(encode_type(t))
     return out
 
 
@@ -256,6 +301,6 @@ def _batch_messages(data: bytes, sent: int, reset: bool) -> Iterator[bytes]:
         yield v2.ExecuteQueryResponse(results=results).SerializeToString()
 
 
-__all__ = ["decode_params", "decode_resume_token", "decode_type", "decode_value",
-           "encode_metadata", "encode_resume_token", "encode_results", "encode_timestamp",
-           "encode_type", "row_encoder", "value_encoder"]
+__all__ = ["decode_params", "decode_resume_token", "decode_rows", "decode_type", "decode_value",
+           "encode_metadata", "encode_param", "encode_resume_token", "encode_results",
+           "encode_timestamp", "encode_type", "row_encoder", "type_text", "value_encoder"]
