@@ -29,13 +29,19 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-import pyarrow as pa
-
 from ..errors import ConditionCheckFail, ParameterInvalid
 from .gsql_keys import key_row_set
 from .gsql_plan import MACROS, SOURCE, Parsed, bind, parse_query
 from .gsql_scan import ScanSpec, batches
-from .gsql_types import Typed, check_type, check_value, from_json, of_arrow, to_arrow, type_name
+from .gsql_types import (
+    Typed,
+    answer_schema,
+    check_type,
+    check_value,
+    from_json,
+    of_arrow,
+    type_name,
+)
 from .result import SQLResult
 from .scan import Budget
 
@@ -225,7 +231,7 @@ class GoogleSQL:
         else:
             source = batches(table, row_set, spec, budget, parsed.table)
         running = self._duckdb().run(sql, [], [(SOURCE, spec.schema(), source)], budget)
-        schema = pa.schema([pa.field(n, to_arrow(t)) for n, t in columns])
+        schema = answer_schema(columns)
         return GoogleSQLResult([t for _, t in columns],
                                columns=[(n, type_name(t)) for n, t in columns], stream=running,
                                schema=schema, stats=budget.rows_read, closer=running.close)

@@ -20,8 +20,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..bigtable.types import RowRange, RowSet
-from .gsql_scan import KEY
 from .gsql_text import PLACEHOLDER
+from .gsql_types import KEY
 
 Ranges = list[tuple[bytes, bytes | None]]
 _NULL = object()

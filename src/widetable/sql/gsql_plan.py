@@ -35,9 +35,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..errors import ParameterInvalid
-from .gsql_scan import KEY, family_type
 from .gsql_text import PLACEHOLDER, extract_literals
-from .gsql_types import duck_type, type_name
+from .gsql_types import KEY, duck_type, family_type, type_name
 
 SOURCE = "__wt_bigtable"
 OPTIONS = ("with_history", "latest_n")

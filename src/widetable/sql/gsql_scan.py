@@ -22,19 +22,10 @@ import pyarrow as pa
 
 from ..bigtable import filters as F
 from ..bigtable.types import RowSet
+from .gsql_types import INT_AGGREGATES, KEY, family_type, to_arrow
 from .scan import Budget
 
 FIRST_PAGE, LAST_PAGE = 256, 4096  # rows per batch: small first (a LIMIT stops early), growing
-INT_AGGREGATES = ("sum", "min", "max")
-KEY = "_key"
-
-
-def family_type(aggregate: str | None, history: bool) -> object:
-    """The GoogleSQL type of a family's column."""
-    value = "INT64" if aggregate in INT_AGGREGATES else "BYTES"
-    if history:
-        return ("MAP", "BYTES", ("ARRAY", ("STRUCT", (("timestamp", "TIMESTAMP"), ("value", value)))))
-    return ("MAP", "BYTES", value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +36,6 @@ class ScanSpec:
     latest_n: int | None = None
 
     def schema(self) -> pa.Schema:
-        from .gsql_types import to_arrow
         fields = [pa.field(KEY, pa.binary())]
         fields += [pa.field(name, to_arrow(family_type(agg, self.history)))
                    for name, agg in self.families]

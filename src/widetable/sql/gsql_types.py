@@ -19,6 +19,8 @@ import pyarrow as pa
 
 from ..errors import ParameterInvalid
 
+KEY = "_key"  # the row key's column
+INT_AGGREGATES = ("sum", "min", "max")  # aggregate families whose values are INT64
 SCALARS = ("BYTES", "STRING", "INT64", "FLOAT32", "FLOAT64", "BOOL", "TIMESTAMP", "DATE")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UTC = dt.timezone.utc
@@ -59,6 +61,19 @@ def from_json(j: object) -> object:
     if kind == "STRUCT":
         return ("STRUCT", tuple((n, from_json(ft)) for n, ft in j[1]))  # type: ignore[index]
     return (kind, *(from_json(x) for x in j[1:]))  # type: ignore[index]
+
+
+def family_type(aggregate: str | None, history: bool) -> object:
+    """The GoogleSQL type of a family's column."""
+    value = "INT64" if aggregate in INT_AGGREGATES else "BYTES"
+    if history:
+        return ("MAP", "BYTES", ("ARRAY", ("STRUCT", (("timestamp", "TIMESTAMP"), ("value", value)))))
+    return ("MAP", "BYTES", value)
+
+
+def answer_schema(columns) -> pa.Schema:
+    """The Arrow schema an answer of ``(name, type)`` columns is delivered in."""
+    return pa.schema([pa.field(n, to_arrow(t)) for n, t in columns])
 
 
 # -- Arrow ----------------------------------------------------------------------------------
@@ -184,5 +199,5 @@ def check_value(value: object, t: object, what: str) -> object:
     raise ParameterInvalid(f"{what}: parameters of type {type_name(t)} are not supported")
 
 
-__all__ = ["SCALARS", "Typed", "check_type", "check_value", "deliverable", "duck_type",
+__all__ = ["INT_AGGREGATES", "KEY", "SCALARS", "answer_schema", "family_type", "Typed", "check_type", "check_value", "deliverable", "duck_type",
            "from_json", "of_arrow", "to_arrow", "type_name"]
