@@ -17,13 +17,17 @@ records per card, a global index on ``Device``). Measures, as in the issue:
   (>= 20 times faster);
 * ``memory``: peak RSS above idle while a full-table aggregation runs (<= 500 MB).
 
-Each timing is the best of ``--rounds``. Ratios are speeds (ours / theirs).
-``--no-postgres`` leaves PostgreSQL out (it is started from ``bench/postgres.py``).
+Each timing is the best of ``--rounds``, the systems of one measure taking turns round
+by round (so a burst of load from elsewhere does not land on one of them only). Ratios
+are speeds (ours / theirs). The store is compacted after the load (its steady state, as
+PostgreSQL is vacuumed and analyzed), so reads do not pay for the load's compaction
+debt. ``--no-postgres`` leaves PostgreSQL out (it is started from ``bench/postgres.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sqlite3
 import tempfile
@@ -48,11 +52,18 @@ GROUP = "SELECT DeviceID, SUM(Amount), COUNT(*) FROM consumption GROUP BY Device
 
 def _best(fn: Callable[[], int], rounds: int) -> float:
     """Operations per second of ``fn`` (which returns how many it did), best round."""
-    best = 0.0
+    return _turns([fn], rounds)[0]
+
+
+def _turns(fns: list[Callable[[], int]], rounds: int) -> list[float]:
+    """Operations per second of each of ``fns``, best round, the functions taking turns
+    within each round."""
+    best = [0.0] * len(fns)
     for _ in range(rounds):
-        t = time.perf_counter()
-        n = fn()
-        best = max(best, n / max(time.perf_counter() - t, 1e-9))
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            n = fn()
+            best[i] = max(best[i], n / max(time.perf_counter() - t, 1e-9))
     return best
 
 
@@ -159,6 +170,7 @@ def run(rows: int, ycsb_rows: int, rounds: int, seed: int, console: Console,
     try:
         console.print(f"loading {rows:,} consumption rows and {ycsb_rows:,} YCSB rows ...")
         keys, cards = _load(db, rows, ycsb_rows, seed)
+        db.compact()
         rnd = random.Random(seed)
         user = db.table("usertable")
         table = db.table("consumption")
@@ -169,8 +181,9 @@ def run(rows: int, ycsb_rows: int, rounds: int, seed: int, console: Console,
         for k in probe:  # warm the block cache and the plan cache: rounds compare like with like
             user.get_row((k,))
         db.sql(point, [probe[0]])
-        sql_point = _best(lambda: sum(len(db.sql(point, [k]).rows) for k in probe), rounds)
-        get_row = _best(lambda: sum(user.get_row((k,)) is not None for k in probe), rounds)
+        sql_point, get_row = _turns(
+            [lambda: sum(len(db.sql(point, [k]).rows) for k in probe),
+             lambda: sum(user.get_row((k,)) is not None for k in probe)], rounds)
         out.append(("point SELECT / get_row", sql_point, get_row, 0.3))
 
         pick = [rnd.choice(cards) for _ in range(200)]
@@ -178,9 +191,11 @@ def run(rows: int, ycsb_rows: int, rounds: int, seed: int, console: Console,
         n = len(table.schema.pk_names)
         for c in pick:  # warm the block cache
             table.get_range((c,) + (INF_MIN,) * (n - 1), (c,) + (INF_MAX,) * (n - 1))
-        sql_range = _best(lambda: sum(len(db.sql(prefix, [c]).rows) for c in pick), rounds)
-        native = _best(lambda: sum(len(table.get_range(
-            (c,) + (INF_MIN,) * (n - 1), (c,) + (INF_MAX,) * (n - 1)).rows) for c in pick), rounds)
+        sql_range, native = _turns(
+            [lambda: sum(len(db.sql(prefix, [c]).rows) for c in pick),
+             lambda: sum(len(table.get_range((c,) + (INF_MIN,) * (n - 1),
+                                             (c,) + (INF_MAX,) * (n - 1)).rows) for c in pick)],
+            rounds)
         out.append(("prefix range (100 rows) / get_range", sql_range, native, 0.5))
 
         parquet = tmp / "consumption.parquet"
@@ -194,10 +209,11 @@ def run(rows: int, ycsb_rows: int, rounds: int, seed: int, console: Console,
         console.print(f"columnar replica built in {time.perf_counter() - t0:.1f} s")
         plan = db.sql("EXPLAIN " + GROUP).rows[0][1]
         assert "columnar replica" in plan, plan
-        ours = _best(lambda: len(db.sql(GROUP, **unlimited).rows) and rows, rounds)
         duck = duckdb.connect()
-        theirs = _best(lambda: len(duck.execute(
-            GROUP.replace("consumption", f"'{parquet}'")).fetchall()) and rows, rounds)
+        ours, theirs = _turns(
+            [lambda: len(db.sql(GROUP, **unlimited).rows) and rows,
+             lambda: len(duck.execute(GROUP.replace("consumption", f"'{parquet}'")).fetchall())
+             and rows], rounds)
         out.append(("GROUP BY over every row (replica) / DuckDB on Parquet", ours, theirs, 0.3))
         rowwise = _best(lambda: len(db.sql(GROUP, columnar=False, **unlimited).rows) and rows,
                         min(rounds, 2))
@@ -219,11 +235,8 @@ def run(rows: int, ycsb_rows: int, rounds: int, seed: int, console: Console,
             for name, q, params in queries:
                 reps = 200 if name in ("point", "prefix", "selective") else 1
                 limits = {} if reps > 1 else unlimited
-                ours = _best(lambda: sum(1 for _ in range(reps)
-                                         if db.sql(q, params, **limits).rows), rounds)
-                theirs = _best(lambda: sum(1 for _ in range(reps)
-                                           if lite.execute(q, params).fetchall()), rounds)
-                out.append((f"{name} / SQLite", ours, theirs, 1.0))
+                fns = [lambda: sum(1 for _ in range(reps) if db.sql(q, params, **limits).rows),
+                       lambda: sum(1 for _ in range(reps) if lite.execute(q, params).fetchall())]
                 if pcur is not None:
                     pq = q.replace("?", "%s")
 
@@ -233,7 +246,11 @@ def run(rows: int, ycsb_rows: int, rounds: int, seed: int, console: Console,
                             pcur.execute(pq, params, prepare=True)
                             n += bool(pcur.fetchall())
                         return n
-                    out.append((f"{name} / PostgreSQL", ours, _best(pg_run, rounds), 1.0))
+                    fns.append(pg_run)
+                speeds = _turns(fns, rounds)
+                out.append((f"{name} / SQLite", speeds[0], speeds[1], 1.0))
+                if pcur is not None:
+                    out.append((f"{name} / PostgreSQL", speeds[0], speeds[2], 1.0))
         finally:
             if pconn is not None:
                 pconn.close()
@@ -242,9 +259,10 @@ def run(rows: int, ycsb_rows: int, rounds: int, seed: int, console: Console,
 
         sel = "SELECT COUNT(*) FROM consumption WHERE Device = ?"
         scan = sel.replace("consumption", "consumption USE INDEX()")
-        indexed = _best(lambda: sum(len(db.sql(sel, [device]).rows) for _ in range(100)), rounds)
-        scanned = _best(lambda: sum(len(db.sql(scan, [device], **unlimited).rows)
-                                    for _ in range(10)), rounds)
+        indexed, scanned = _turns(
+            [lambda: sum(len(db.sql(sel, [device]).rows) for _ in range(100)),
+             lambda: sum(len(db.sql(scan, [device], **unlimited).rows) for _ in range(10))],
+            rounds)
         out.append(("selective predicate: index / full scan of the replica", indexed, scanned,
                     20.0))
         scanned = _best(lambda: len(db.sql(scan, [device], columnar=False, **unlimited).rows),
@@ -270,8 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-postgres", action="store_true", help="leave PostgreSQL out")
     args = p.parse_args(argv)
     console = Console()
+    if not console.is_terminal:  # a log file: one line a measure
+        console = Console(width=132)
+    before = os.getloadavg()
     measures = run(args.rows, args.ycsb_rows, args.rounds, args.seed, console,
                    not args.no_postgres)
+    after = os.getloadavg()
     t = Table(title="SQL (issue 24), same run", title_justify="left")
     for col in ("measure", "ours", "theirs", "ratio", "target", "result"):
         t.add_column(col, justify="left" if col == "measure" else "right")
@@ -284,7 +306,13 @@ def main(argv: list[str] | None = None) -> int:
         t.add_row(name, f"{ours:,.1f}/s", f"{theirs:,.1f}/s", f"{ratio:.2f}", f">= {target:g}",
                   "PASS" if ratio >= target else "MISS")
     console.print(t)
+    console.print(f"load average (1, 5, 15 min) at the start {_loads(before)}, at the end "
+                  f"{_loads(after)}, on {os.cpu_count()} cores")
     return 0
+
+
+def _loads(loads: tuple[float, float, float]) -> str:
+    return "/".join(f"{v:.1f}" for v in loads)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ import random
 
 import pytest
 
+from widetable import WidetableError
+
 from .datasets import CONSUMPTION_DEFINED, CONSUMPTION_PK, random_consumption
 
 SEED = 2024
@@ -145,3 +147,156 @@ def test_the_direct_paths_do_not_run_duckdb(loaded, monkeypatch) -> None:
     got = [db.sql(sql, params).rows for sql, params in statements]
     assert got == want
     assert got[1][0][0] > 0 and len(got[0]) == 5
+
+
+# -- the cached key path (fastpath.KeyPath) --------------------------------------------
+
+COVERED = {"by_device": {"Device", "CardID", "DeviceID", "SellerID", "OrderNumber"},
+           "by_card_canteen": {"CardID", "Canteen", "DeviceID", "SellerID", "OrderNumber",
+                               "Amount"}}
+
+
+def _key_statements(rnd: random.Random, consumption: list) -> list[tuple[str, list, str]]:
+    """``(sql, [params, ...], index or "")``: statements whose WHERE is equality on a key
+    prefix, each with several parameter sets (missing keys included)."""
+    pks = [pk for pk, _ in consumption]
+    cards = sorted({pk[0] for pk in pks}) + ["card999"]
+    devices = sorted({c["Device"] for _, c in consumption if "Device" in c}) + ["nope"]
+    canteens = ["north", "south", "east", "West", "none"]
+    columns = ["CardID", "DeviceID", "SellerID", "OrderNumber", "Amount", "Canteen",
+               "Refunded", "Device"]
+    shapes = [
+        ("CardID = ?", lambda: [rnd.choice(cards)], ""),
+        ("CardID = ? AND DeviceID = ?", lambda: list(rnd.choice(pks)[:2]), ""),
+        ("DeviceID = ? AND CardID = ?",  # the ? in another order than the key's
+         lambda: list(reversed(rnd.choice(pks)[:2])), ""),
+        ("CardID = 'card003' AND DeviceID = ?", lambda: [rnd.choice(pks)[1]], ""),
+        ("CardID = ? AND DeviceID = ? AND SellerID = ?", lambda: list(rnd.choice(pks)[:3]), ""),
+        ("Device = ?", lambda: [rnd.choice(devices)], "by_device"),
+        ("CardID = ? AND Canteen = ?", lambda: [rnd.choice(cards), rnd.choice(canteens)],
+         "by_card_canteen"),
+    ]
+    out = []
+    for _ in range(40):
+        where, make, index = rnd.choice(shapes)
+        r = rnd.random()
+        if r < 0.3:
+            pick, used = "COUNT(*)" if rnd.random() < 0.5 else "count(*) AS n", set()
+        elif r < 0.4:
+            pick, used = "*", set(columns)
+        else:
+            cols = rnd.sample(columns, rnd.randint(1, 4))
+            if index and rnd.random() < 0.6:
+                cols = rnd.sample(sorted(COVERED[index]), rnd.randint(1, 3))
+            pick = ", ".join(f"{c} AS {c.lower()}_x" if rnd.random() < 0.2 else c
+                             for c in cols)
+            used = set(cols)
+        tail, extra = "", lambda: []
+        if "COUNT" not in pick.upper():
+            t = rnd.random()
+            if t < 0.25:
+                tail = f" LIMIT {rnd.randrange(0, 6)}"
+            elif t < 0.5:
+                tail = " LIMIT ? OFFSET ?"
+                extra = lambda: [rnd.randrange(0, 6), rnd.randrange(0, 4)]  # noqa: E731
+        cached = not index or used <= COVERED[index]
+        params = [make() + extra() for _ in range(4)]
+        out.append((f"SELECT {pick} FROM consumption WHERE {where}{tail}", params,
+                    "yes" if cached else ""))
+    return out
+
+
+def test_the_cached_key_path_matches_duckdb(loaded, monkeypatch) -> None:
+    """A repeated key-prefix statement is bound into its compiled range (no parsing,
+    planning or access-path choice; EXPLAIN names the cached key path) and answers as
+    DuckDB does: rows in order, columns, NULLs, LIMIT/OFFSET, read counts."""
+    from widetable.sql import access, duck, session
+    from widetable.sql import statements as parsing
+    db, consumption = loaded
+    rnd = random.Random(SEED + 1)
+    cases = _key_statements(rnd, consumption)
+    want = []
+    for sql, param_sets, cached in cases:
+        note = db.sql("EXPLAIN " + sql, param_sets[0]).rows[-1][2]
+        assert ("cached key path" in note) == bool(cached), (sql, note)
+        want.append([(r.columns, r.rows, r.stats) for r in
+                     (db.sql(sql, p, **DUCK) for p in param_sets)])
+        db.sql(sql, param_sets[0]).rows  # the first call compiles the statement
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cached key path ran the general path")
+    for target, name in [(parsing, "parse"), (session, "plan_query"), (session, "choose"),
+                         (access, "choose"), (duck.Duck, "run")]:
+        monkeypatch.setattr(target, name, refuse)
+    nulls = rows = compiled = 0
+    for (sql, param_sets, cached), answers in zip(cases, want):
+        if not cached:
+            continue
+        compiled += 1
+        for p, (columns, expected, stats) in zip(param_sets, answers):
+            r = db.sql(sql, p)
+            assert r.columns == columns, sql
+            assert r.rows == expected, (sql, p)
+            if "LIMIT" not in sql:
+                assert r.stats == stats, (sql, p)
+            nulls += sum(v is None for row in r.rows for v in row)
+            rows += len(r.rows) if "COUNT" not in sql.upper() else r.rows[0][0]
+    assert compiled > 20 and nulls > 10 and rows > 200
+
+
+def test_the_cached_key_path_steps_aside(loaded, monkeypatch) -> None:
+    """Whatever changes the choice it repeats sends a statement back to the general path:
+    a write is seen at once; a parameter of another type, an index dropped, a search
+    index made all answer as the general path does; a scan past its limit fails as
+    there."""
+    from widetable.search import FieldSchema
+    from widetable.sql import session
+    db, _ = loaded
+    prefix = "SELECT OrderNumber, Amount FROM consumption WHERE CardID = ?"
+    count = "SELECT COUNT(*) FROM consumption WHERE Device = ?"
+    for sql, p in [(prefix, ["card003"]), (count, ["pos1"])]:
+        assert db.sql(sql, p).rows == db.sql(sql, p).rows == db.sql(sql, p, **DUCK).rows
+    n = len(db.sql(prefix, ["card003"]).rows)
+    db.table("consumption").put_row(("card003", "dev0", "seller0", 5000), {"Amount": 1.5})
+    got = db.sql(prefix, ["card003"]).rows
+    assert len(got) == n + 1 and (5000, 1.5) in got
+    for options in ({}, DUCK):  # an INTEGER against a STRING column: DuckDB's error
+        with pytest.raises(WidetableError, match="type mismatch"):
+            db.sql(prefix, [3], **options).rows
+    before = db.sql(count, ["pos1"], **DUCK).rows
+    db.drop_index("consumption", "by_device")
+    assert db.sql("EXPLAIN " + count, ["pos1"]).rows[0][1].startswith("full scan")
+    assert db.sql(count, ["pos1"]).rows == before
+    db.create_index("consumption", "by_device", ["Device"], index_type="GLOBAL",
+                    progress=False)
+    assert db.wait_for_indexes(30)
+    assert db.sql(count, ["pos1"]).rows == db.sql(count, ["pos1"]).rows == before
+    db.create_search_index("consumption", "ix", [FieldSchema("Device", "KEYWORD")])
+    assert db.wait_for_search_indexes("consumption", "ix")
+    assert db.sql("EXPLAIN " + count, ["pos1"]).rows[0][1].startswith("search index ix")
+    r = db.sql(count, ["pos1"])
+    assert r.rows == before and r.stats == {"consumption": before[0][0]}  # read by ix
+    # A scan limit: the cached path leaves the statement to the general path, which
+    # raises the limit's error.
+    monkeypatch.setattr(session, "MAX_SCAN_ROWS", 3)
+    small = "SELECT DeviceID FROM consumption WHERE CardID = ?"
+    assert db.sql(small, ["card999"]).rows == db.sql(small, ["card999"]).rows == []
+    with pytest.raises(WidetableError, match="read more than 3 rows"):
+        db.sql(small, ["card003"]).rows
+
+
+def test_the_cached_key_path_checks_schema_less_values(db) -> None:
+    t = db.create_table("p", [("k", "STRING"), ("n", "INTEGER")])
+    t.put_row(("a", 1), {"v": b"\x00\xff", "w": 1})
+    t.put_row(("a", 2), {"w": 2})
+    t.put_row(("b", 1), {"v": "text", "w": 2})
+    db.sql("CREATE TABLE p (k VARCHAR(8), n BIGINT, v MEDIUMBLOB, w BIGINT, PRIMARY KEY(k, n))")
+    for sql in ["SELECT * FROM p WHERE k = ?", "SELECT w, v FROM p WHERE k = ?"]:
+        for _ in range(3):  # compiled on the first call, then the cached path
+            got = db.sql(sql, ["a"]).rows
+            assert got == db.sql(sql, ["a"], **DUCK).rows
+            assert len(got) == 2 and (None in got[1])
+            with pytest.raises(WidetableError) as info:
+                db.sql(sql, ["b"]).rows
+            assert "mapped as MEDIUMBLOB" in info.value.message and "('b', 1)" in \
+                info.value.message

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from widetable.table.row import Row
 from widetable.table.rowcodec import (
     FORMAT,
+    Projection,
     decode_versions,
     encode_latest,
     encode_versions,
@@ -117,6 +118,25 @@ def test_encode_latest_with_one_shared_timestamp(pk: tuple, latest: dict, ts: in
     assert unpack(from_int)[3] == ts
     assert same_versions(decode_versions(unpack(from_int)), expected)
     assert Row(pk, latest, unpack(from_int)[3]).timestamps == dict.fromkeys(latest, ts)
+
+
+@given(pks, columns_maps, st.data())
+def test_projection_is_the_key_and_the_newest_values(pk: tuple, columns: dict, data) -> None:
+    """``Projection(names).rows`` is, per blob, the key then the newest value of each name
+    (None where the row has none), types kept: what ``unpack`` gives, other columns and
+    older versions left out."""
+    present = sorted(n for n, vs in columns.items() if vs)
+    names = data.draw(st.lists(st.sampled_from(present), unique=True) if present else
+                      st.just([]))
+    names = list(dict.fromkeys(names + data.draw(st.lists(column_names, max_size=3))))
+    blobs = [encode_versions(pk, columns), encode_latest(pk, {}, 1)]
+    got = Projection(names).rows(blobs)
+    latest = unpack(blobs[0])[2]
+    want = [tuple(pk) + tuple(latest.get(n) for n in names), tuple(pk) + (None,) * len(names)]
+    assert len(got) == 2 and all(type(g) is tuple for g in got)
+    for g, w in zip(got, want):
+        assert len(g) == len(w) and all(same_value(a, b) or (a is b is None)
+                                        for a, b in zip(g, w))
 
 
 def test_rows_with_a_stamp_per_column_still_decode() -> None:

@@ -77,11 +77,13 @@ class SQLResult:
     alter_drop, drop_mapping, describe, show_tables, show_index).
     """
 
-    kind = "query"
+    __slots__ = ("columns", "_rows", "_stream", "_schema", "_table", "_closer", "stats",
+                 "_started", "kind")
 
     def __init__(self, columns: list[tuple[str, str]], rows: list[tuple] | None = None,
                  stream=None, schema: pa.Schema | None = None,
                  stats: dict[str, int] | None = None, closer=None) -> None:
+        self.kind = "query"
         self.columns = columns
         self._rows = rows
         self._stream = stream  # iterator of record batches

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 ARROW = {INTEGER: pa.int64(), DOUBLE: pa.float64(), BOOLEAN: pa.bool_(), STRING: pa.string(),
          BINARY: pa.binary()}
 _PY = {INTEGER: int, DOUBLE: float, BOOLEAN: bool, STRING: str, BINARY: bytes}
-_PAGES = (256, 1024, 4096, 5000)  # rows per page: the first pages small, for early LIMITs
+PAGES = (256, 1024, 4096, 5000)  # rows per page: the first pages small, for early LIMITs
 _NONE_TYPE = type(None)
 _unpack = rowcodec.unpack
 TIMEOUT = "OTSTimeout"
@@ -157,14 +157,16 @@ def _search_pages(access: Access, attrs: list[str] | None, budget: Budget,
 
 
 def _pages(table: Table, start: tuple, end: tuple, fetch_base: bool, attrs: list[str] | None,
-           budget: Budget, limit: int | None, raw: bool = False) -> Iterator[list]:
+           budget: Budget, limit: int | None, raw: bool = False,
+           stored: bool = False) -> Iterator[list]:
     """Pages of ``(pk, columns)`` of ``[start, end)``, counted against the budget; ``raw``:
     rows whose items 1 and 2 are the pk and columns (a decoded stored row as it is, on a
-    table with ``plain_reads``: one Python step less a row)."""
+    table with ``plain_reads``: one Python step less a row); ``stored``: the stored rows'
+    bytes as they are (the caller checked ``plain_reads`` and that no base row is fetched)."""
     k = 0
     left = limit
     while not budget.stop.is_set():
-        size = _PAGES[min(k, len(_PAGES) - 1)]
+        size = PAGES[min(k, len(PAGES) - 1)]
         if left is not None:
             size = min(size, left)
             if size <= 0:
@@ -178,7 +180,8 @@ def _pages(table: Table, start: tuple, end: tuple, fetch_base: bool, attrs: list
         elif table.plain_reads:
             blobs, nxt = table.stored_range(start, end, limit=size)
             nbytes = sum(map(len, blobs))
-            rows = list(map(_unpack, blobs)) if raw else [(r[1], r[2]) for r in map(_unpack, blobs)]
+            rows = blobs if stored else list(map(_unpack, blobs)) if raw else \
+                [(r[1], r[2]) for r in map(_unpack, blobs)]
         else:
             page = table.get_range(start, end, limit=size)
             rows = [(r.primary_key, r.columns) for r in page.rows]
@@ -240,10 +243,19 @@ def batches(access: Access, columns: tuple[Column, ...], budget: Budget,
     return page.schema, run()
 
 
-def rows(access: Access, columns: tuple[Column, ...], budget: Budget) -> Iterator[list]:
+def stored_pages(access: Access) -> bool:
+    """Whether ``rows(access, ..., stored=True)`` may yield stored rows as they are: the
+    rows read are the table's (or a covering index's) own, on a table without TTL."""
+    return access.kind in ("point", "range", "full", "index") and access.covering and \
+        access.table.plain_reads
+
+
+def rows(access: Access, columns: tuple[Column, ...], budget: Budget,
+         stored: bool = False) -> Iterator[list]:
     """Pages of rows of an access path, read in key order, without Arrow (the session's
     direct path); counted against the budget like ``batches``. A row's items 1 and 2
-    are its pk and columns."""
+    are its pk and columns; with ``stored`` (where ``stored_pages(access)``), each row is
+    its stored bytes as they are."""
     table = access.table
     fetch = access.kind == "index" and not access.covering
     base_keys = access.base.schema.pk_names
@@ -262,7 +274,7 @@ def rows(access: Access, columns: tuple[Column, ...], budget: Budget) -> Iterato
             elif table.plain_reads:
                 blob = table.stored_row(pk)
                 budget.charge(table.name, 1, len(blob) if blob else 0)
-                found = [] if blob is None else [_unpack(blob)]
+                found = [] if blob is None else [blob if stored else _unpack(blob)]
             else:
                 row = table.get_row(pk)
                 budget.charge(table.name, 1, 0)
@@ -274,7 +286,8 @@ def rows(access: Access, columns: tuple[Column, ...], budget: Budget) -> Iterato
                                                            (INF_MAX,) * arity)]
     left = access.limit
     for start, end in ranges:
-        for page in _pages(table, start, end, fetch, attrs, budget, left, raw=True):
+        for page in _pages(table, start, end, fetch, attrs, budget, left, raw=True,
+                           stored=stored):
             yield page
             if left is not None:
                 left -= len(page)

@@ -10,6 +10,11 @@ key or index ranges, or DuckDB runs the planned SQL over the scans' record batch
 The direct paths run only under a ``max_scan_rows`` budget: with ``max_scan_rows=None``
 DuckDB runs every statement (EXPLAIN says which path a statement takes).
 
+A point SELECT, and a direct read or count over one key range (equality on a prefix of
+a key), is compiled on its first call (``fastpath``): later calls with the same text and
+the default limits bind their parameters into it and skip parsing, planning and the
+access-path choice.
+
 Options of every statement (keyword arguments of ``db.sql``):
 
 * ``max_scan_rows`` (100,000) and ``max_scan_bytes`` (128 MB): what one scan may
@@ -30,11 +35,11 @@ from typing import TYPE_CHECKING
 from ..errors import ObjectNotExist, ParameterInvalid, WidetableError, describe
 from . import statements
 from .access import Access, bind, choose
-from .fastpath import PointPath, Shaper, defined_types
+from .fastpath import KeyPath, PointPath, Shaper, defined_types
 from .mapping import Mapping, MappingCatalog
 from .planner import Param, QueryPlan, plan_query
 from .result import SQLResult, normalized_schema, sql_type
-from .scan import Budget, arrow_schema, batches, rows
+from .scan import Budget, arrow_schema, batches, rows, stored_pages
 from .types import SQL_NAME, fits
 
 if TYPE_CHECKING:
@@ -67,7 +72,7 @@ class SQLSession:
         self._lock = threading.Lock()
         self._duck = None
         self._replicas = None
-        self._points: dict = {}  # statement text -> fastpath.PointPath (plan-cache hits)
+        self._fast: dict = {}  # statement text -> its compiled fastpath.PointPath or KeyPath
 
     # -- entry -------------------------------------------------------------------------
 
@@ -80,10 +85,10 @@ class SQLSession:
         caller (an access key's id) may only read: a statement other than SELECT,
         EXPLAIN, DESCRIBE or SHOW is refused with ``OTSNoPermissionAccess``, unrun."""
         self._ctx.check_open()
-        fast = self._points.get(text)
+        fast = self._fast.get(text)
         if fast is not None and max_scan_rows is _UNSET and max_scan_bytes is _UNSET \
                 and timeout is _UNSET:
-            result = fast.run(params)  # a cached point SELECT: one stored-row read
+            result = fast.run(params)  # a compiled statement: bound, read, shaped
             if result is not None:
                 return result
         values = _params(params)
@@ -132,7 +137,7 @@ class SQLSession:
                 self._cache[text] = (stmt, plan)
                 if len(self._cache) > PLAN_CACHE:
                     gone, _ = self._cache.popitem(last=False)
-                    self._points.pop(gone, None)
+                    self._fast.pop(gone, None)
         return stmt, plan
 
     # -- queries -----------------------------------------------------------------------
@@ -192,9 +197,13 @@ class SQLSession:
         accesses = self._bind(plan, values)
         budget = self._budget(limits)
         if plan.direct and accesses[0].exact and budget.max_rows is not None:
-            return self._direct(plan, accesses[0], values, budget)
+            result = self._direct(plan, accesses[0], values, budget)
+            self._remember(text, self._key_path(plan, accesses[0]))
+            return result
         if plan.count and _countable(accesses[0]) and budget.max_rows is not None:
-            return self._count(plan, accesses[0], budget)
+            result = self._count(plan, accesses[0], budget)
+            self._remember(text, self._key_path(plan, accesses[0]))
+            return result
         running = self._run(plan, accesses, values, budget, limits[3])
         schema = normalized_schema(running.reader.schema)
         columns = [(f.name, sql_type(f.type)) for f in schema]
@@ -336,8 +345,12 @@ class SQLSession:
         if shape is None:
             shape = plan.shapers[key] = Shaper(plan.output, names, defined, access.base.name)
         out: list[tuple] = []
-        for page in rows(access, spec.columns, budget):
-            out.extend(shape.page(page))
+        if stored_pages(access):  # stored rows decoded straight into output rows
+            for page in rows(access, spec.columns, budget, stored=True):
+                out += shape.blobs(page)
+        else:
+            for page in rows(access, spec.columns, budget):
+                out += shape.page(page)
         if m:
             out = out[m:]
         if n is not None:
@@ -361,11 +374,36 @@ class SQLSession:
         table = self._table(spec.mapping)
         path = PointPath(plan, table, self._ctx.tables)
         result = path.run(values)
-        if result is not None and text is not None:
-            with self._lock:
-                if text in self._cache:
-                    self._points[text] = path
+        if result is not None:
+            self._remember(text, path)
         return result
+
+    def _remember(self, text: str | None, path) -> None:
+        """Keep ``text``'s compiled path for its next calls (while its plan is cached)."""
+        if text is None or path is None:
+            return
+        with self._lock:
+            if text in self._cache:
+                self._fast[text] = path
+
+    def _key_path(self, plan: QueryPlan, access: Access) -> KeyPath | None:
+        """``plan``'s direct read or count compiled over ``access``, or None if that
+        access is not one exact key-prefix range (``KeyPath.eligible``). With nothing on
+        the primary key's first column a search index would come first, so the path is
+        made only while the table has none, and checks that on every call."""
+        if not KeyPath.eligible(plan, access):
+            return None
+        searched = None
+        base = access.base
+        if base.schema.pk_names[0] not in {p.column for p in plan.scans[0].preds}:
+            search = self._search
+            if search is not None:
+                if search.list_search_index(base.name):
+                    return None
+                name = base.name
+                searched = lambda: bool(search.list_search_index(name))  # noqa: E731
+        return KeyPath(plan, access, self._ctx.tables, searched,
+                       (MAX_SCAN_ROWS, MAX_SCAN_BYTES, TIMEOUT))
 
     def _explain(self, plan: QueryPlan, values: list, columnar: bool = True,
                  budgeted: bool = True) -> SQLResult:
@@ -406,14 +444,22 @@ class SQLSession:
             rows.append((name, path, "; ".join(pushed)))
         if plan.direct and accesses[0].exact and budgeted:
             rows.append(("(no duckdb)", "rows read directly", "plain columns of exact key ranges"
-                         " (DuckDB runs it when max_scan_rows is None)"))
+                         " (DuckDB runs it when max_scan_rows is None)" +
+                         self._cached_note(plan, accesses[0])))
         elif plan.count and _countable(accesses[0]) and budgeted:
             rows.append(("(no duckdb)", "rows counted directly", "COUNT(*) of exact key ranges"
-                         " (DuckDB runs it when max_scan_rows is None)"))
+                         " (DuckDB runs it when max_scan_rows is None)" +
+                         self._cached_note(plan, accesses[0])))
         else:
             rows.append(("(duckdb)", "runs the rest", plan.duck_sql))
             self._explain_duck(plan, values, explained, rows)
         return SQLResult(columns, rows)
+
+    def _cached_note(self, plan: QueryPlan, access: Access) -> str:
+        if self._key_path(plan, access) is None:
+            return ""
+        return ("; cached key path: later calls with the default limits bind their "
+                "parameters into the one key range, no planning")
 
     def _explain_duck(self, plan: QueryPlan, values: list, explained: list, rows: list) -> None:
         """What DuckDB's own optimizer pushes into each scan (filters, columns), and the
@@ -497,7 +543,7 @@ class SQLSession:
             return self._show_index(stmt.name)
         with self._lock:
             self._cache.clear()
-            self._points.clear()
+            self._fast.clear()
         if kind == "create":
             table = self._ctx.catalog.base_table(stmt.table or stmt.name)
             if stmt.search_index is not None:

@@ -18,7 +18,8 @@ written in one put shares one timestamp, stored once, which halves decoding.
 
 from __future__ import annotations
 
-from typing import Union
+from collections.abc import Sequence
+from typing import Any, Union
 
 import msgspec
 
@@ -40,6 +41,29 @@ pack = _encoder.encode
 
 unpack = _decoder.decode
 """Decode a row blob into ``(FORMAT, pk, latest, stamps, history)``; ``pk`` is a tuple."""
+
+
+class Projection:
+    """Decodes row blobs straight into ``pk + (newest value of each of columns)`` tuples
+    (None where a row lacks the column): the row's other columns are skipped unread, and
+    its older versions are not decoded. One C call a row, with no dict made. ``columns``
+    are distinct names."""
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = tuple(columns)
+        fields = [(f"c{i}", Any, None) for i in range(len(self.columns))]
+        # gc=False: the structs hold plain values only and live for one call.
+        latest = msgspec.defstruct("Latest", fields, gc=False,
+                                   rename={f[0]: c for f, c in zip(fields, self.columns)})
+        row = msgspec.defstruct("Row", [("format", int), ("pk", tuple), ("latest", latest),
+                                        ("stamps", Any), ("history", msgspec.Raw)],
+                                array_like=True, gc=False)
+        self._decode = msgspec.msgpack.Decoder(row).decode
+
+    def rows(self, blobs: list[bytes]) -> list[tuple]:
+        """One ``pk + values`` tuple per blob, in order."""
+        astuple = msgspec.structs.astuple
+        return [r.pk + astuple(r.latest) for r in map(self._decode, blobs)]
 
 
 def encode_latest(pk: tuple | list, latest: dict, stamps: dict | int) -> bytes:

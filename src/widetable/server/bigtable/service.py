@@ -32,10 +32,6 @@ def details(message: str) -> str:
 
 # why some methods are not served, added to their UNIMPLEMENTED message
 WHY_NOT = {
-    "PrepareQuery": ": GoogleSQL over Bigtable tables is not served (widetable's SQL layer "
-                    "does not read Bigtable tables yet)",
-    "ExecuteQuery": ": GoogleSQL over Bigtable tables is not served (widetable's SQL layer "
-                    "does not read Bigtable tables yet)",
     "ReadChangeStream": ": change streams of Bigtable tables are not served",
     "GenerateInitialChangeStreamPartitions": ": change streams of Bigtable tables are not served",
 }
