@@ -126,6 +126,58 @@ def p50s(fns: dict, reps: int = 30) -> dict:
     return {k: statistics.median(v) * 1000 for k, v in times.items()}
 
 
+def layer_profile(fn, calls: int = 300) -> dict[str, float]:
+    """Microseconds per call of ``fn`` by layer (tantivy, RocksDB, the search package, the
+    table layer, codecs, the rest), from cProfile's own time of each function."""
+    import cProfile
+    import pstats
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(calls):
+        fn()
+    pr.disable()
+    out: dict[str, float] = {}
+    for (path, _line, func), (_cc, _nc, tt, _ct, _callers) in pstats.Stats(pr).stats.items():  # type: ignore[attr-defined]
+        text = path + func
+        if "tantivy" in text:
+            layer = "tantivy"
+        elif "Rdict" in text or "rocks" in path:
+            layer = "rocksdb"
+        elif "msgspec" in text or "msgpack" in text or "/keys/" in path:
+            layer = "codecs"
+        elif "/search/" in path:
+            layer = "search"
+        elif "/table/" in path or "/partition/" in path:
+            layer = "table"
+        else:
+            layer = "other"
+        out[layer] = out.get(layer, 0.0) + tt * 1e6 / calls
+    return out
+
+
+SERVE = """
+import sys, time, widetable
+from widetable.search import TermQuery
+db = widetable.open(sys.argv[1], purge_interval=None)
+db.wait_for_search_indexes("card", "ix", timeout=600)
+for _ in range(20):
+    db.search("card", "ix", TermQuery("seller", "S042"), limit=10, columns=["seller", "amount"])
+with open("/proc/self/status") as f:
+    print(next(int(x.split()[1]) // 1024 for x in f if x.startswith("VmRSS:")))
+db.close()
+"""
+
+
+def serving_rss_mb(path: str) -> int:
+    """The RSS of a fresh process that opens the store at ``path`` and searches its index:
+    the serving process, without this benchmark's peers and raw index."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", SERVE, path], capture_output=True, text=True,
+                         timeout=900, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
 def rss_mb() -> float:
     with open("/proc/self/status") as f:
         for line in f:
@@ -140,11 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers", default="sqlite,postgres",
                     help="comma-separated peers to measure: sqlite, postgres (empty: none)")
     ap.add_argument("--reps", type=int, default=30, help="repetitions per p50")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print where each widetable query's time goes, by layer (cProfile)")
     args = ap.parse_args(argv)
     n = args.rows
     root = tempfile.mkdtemp(prefix="wt-bench-search-")
+    t_run = time.perf_counter()
     try:
-        db = widetable.open(os.path.join(root, "store"), purge_interval=None)
+        store = os.path.join(root, "store")
+        db = widetable.open(store, purge_interval=None)
         t = db.create_table("card", [("card", "STRING")])
         batch = []
         for pk, cols in rows(n):
@@ -163,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         sync_s = time.perf_counter() - start
         raw, raw_after = raw_index(os.path.join(root, "raw"), n)
         raw_s = (raw_before + raw_after) / 2
-        print(f"rows {n}, search index shards 2")
+        print(f"rows {n}, search index shards 2, load average {os.getloadavg()[0]:.1f}")
         print(f"full sync       {n / sync_s:10.0f} rows/s   raw tantivy {n / raw_s:10.0f} rows/s"
               f" ({n / raw_before:.0f} before, {n / raw_after:.0f} after)"
               f"   ratio {raw_s / sync_s:.2f} (target >= 0.5)")
@@ -225,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             "geo distance": (GeoDistanceQuery("loc", f"{clat},{clon}", 1000), None),
         }
         peer_q = [(p, p.queries()) for p in peers]
+        profiles: dict[str, dict[str, float]] = {}
         head = "".join(f" {p.name:>11s}" for p in peers)
         print(f"{'p50 ms':16s} {'widetable':>9s} {'raw':>8s} {'ratio':>6s} {'raw score':>10s}{head}")
         for name, (q, sort) in ours.items():
@@ -246,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{'' if scored is None else f'{scored:10.2f}':>10s}")
             line += "".join(f" {ms[p.name]:11.2f}" for p in peers)
             print(line)
+            if args.profile:
+                profiles[name] = layer_profile(fns["mine"])
         gb = [GroupByField("g", "seller", size=10, sub_aggs=(SumAgg("s", "amount"),))]
         res = db.search("card", "ix", MatchAllQuery(), limit=0, group_bys=gb)
         want = [(g.key, g.row_count, g.aggs["s"]) for g in res.group_bys["g"]]
@@ -262,6 +321,13 @@ def main(argv: list[str] | None = None) -> int:
         line += "".join(f" {ms[p.name]:11.2f}" for p in peers)
         print(line)
         print("(ratio: widetable / raw tantivy in the same order, plus a row read per hit; target <= 2)")
+        if args.profile:
+            profiles["group by+sum"] = layer_profile(fns["mine"], 30)
+            layers = ["tantivy", "rocksdb", "codecs", "search", "table", "other"]
+            print("profiled us per call (cProfile inflates Python time) " +
+                  " ".join(f"{la:>8s}" for la in layers))
+            for name, prof in profiles.items():
+                print(f"  {name:14s}" + " " * 38 + " ".join(f"{prof.get(la, 0.0):8.0f}" for la in layers))
         for p in peers:
             p.close()
 
@@ -308,8 +374,11 @@ def main(argv: list[str] | None = None) -> int:
                                    routing_values=[("S042",)]))
         print(f"routing on 8 shards: routed {ro:.2f} ms  unrouted {un:.2f} ms  "
               f"throughput x{un / ro:.1f} (target >= 3)")
-        print(f"RSS with the indexes open {rss_mb():.0f} MB (target <= 1024)")
+        print(f"RSS of this process (peers' clients, raw tantivy and every index open) {rss_mb():.0f} MB")
         db.close()
+        print(f"load average at the end {os.getloadavg()[0]:.1f}, run {time.perf_counter() - t_run:.0f} s")
+        print(f"RSS of a serving process with the {n}-row index open {serving_rss_mb(store)} MB "
+              "(target <= 1024)")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -29,6 +29,11 @@ _SINGLE_WORD = re.compile(rf"[{_HAN}]|[^\W{_HAN}]+")
 _WORDLIKE = re.compile(r"\w")
 
 
+def single_word_pattern() -> re.Pattern:
+    """The pattern whose ``findall`` over the lower-cased text gives ``single_word``'s tokens."""
+    return _SINGLE_WORD
+
+
 def analyze(text: str, analyzer: str, params: dict) -> list[str]:
     """The tokens of ``text``, in order (duplicates kept: positions matter for phrases)."""
     if analyzer == SINGLE_WORD:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import msgpack
+import msgspec
 
 from ..errors import ParameterInvalid, describe
 from ..keys import codec
@@ -355,9 +356,26 @@ def encode_src(pk: tuple, values: dict, stored: dict) -> bytes:
     return pack([list(pk), values, stored])
 
 
+_DECODE = msgspec.msgpack.Decoder()  # decodes what msgpack packs (thread-safe)
+_DECODE_LAZY = msgspec.msgpack.Decoder(tuple[list, msgspec.Raw, msgspec.Raw])
+
+
 def decode_src(raw: bytes) -> tuple[tuple, dict, dict]:
-    pk, values, stored = msgpack.unpackb(raw, raw=False, use_list=True, strict_map_key=False)
+    pk, values, stored = _DECODE.decode(raw)
     return tuple(pk), values, stored
+
+
+def decode_src_lazy(raw: bytes) -> tuple[tuple, object, object]:
+    """``decode_src`` leaving ``values`` and ``stored`` encoded (``decode_part`` decodes them):
+    a page in key order needs only the keys of its candidates."""
+    pk, values, stored = _DECODE_LAZY.decode(raw)
+    return tuple(pk), values, stored
+
+
+def decode_part(part: object) -> dict:
+    """A ``values`` or ``stored`` part that ``decode_src_lazy`` left encoded (a decoded one
+    comes back as it is)."""
+    return part if isinstance(part, dict) else _DECODE.decode(part)  # type: ignore[arg-type]
 
 
 def as_points(v: object) -> list[tuple[float, float]]:

@@ -10,6 +10,7 @@ exact whatever the page.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from ..errors import ParameterInvalid, describe
 from ..table.row import Row
@@ -17,10 +18,10 @@ from ..table.values import now_ms
 from . import ordered
 from .aggs import Aggregator, TopRowsAgg
 from .compile import Compiler, hex_after
-from .documents import as_list, decode_src, order_key, order_levels
+from .documents import as_list, decode_part, decode_src, decode_src_lazy, order_key, order_levels
 from .pool import POOL
 from .query import FunctionScoreQuery, Query, check_query
-from .sort import FieldSort, PrimaryKeySort, SortKeys, check_sort
+from .sort import FieldSort, PrimaryKeySort, SortKeys, check_sort, sort_keys
 from .tantivy_aggs import TantivyAggs
 
 RETURN_NONE, RETURN_SPECIFIED = "RETURN_NONE", "RETURN_SPECIFIED"
@@ -29,6 +30,7 @@ MAX_OFFSET_LIMIT = 100_000
 MAX_LIMIT, MAX_LIMIT_STORED = 100, 1000
 MAX_SCAN_LIMIT = 2000
 _POOL = POOL
+_KEY = itemgetter(1)  # a hit's primary key
 
 
 @dataclass(slots=True)
@@ -138,7 +140,7 @@ class Searcher:
         mode, names = check_columns(self.meta, columns)
         check_page(self.meta, mode, names, offset, limit)
         check_query(query)
-        keys = SortKeys(check_sort(self.meta, sort))
+        keys = sort_keys(check_sort(self.meta, sort))
         after = None if next_token is None else keys.decode_token(next_token)
         agg = Aggregator(self.meta, lambda q: {pk for _, pk, _, _ in self.matches(q, shards)},
                          lambda hs, a: self._top_rows(hs, a, fetch))
@@ -207,6 +209,7 @@ class Searcher:
         pk_desc = sorters[-1].sort_order == "DESC"  # type: ignore[attr-defined]
         fs = sorters[0] if isinstance(sorters[0], FieldSort) else None
         layout = self.layout
+        dec = decode_src if fs is not None else decode_src_lazy  # key order needs only the keys
 
         def one(i: int) -> tuple[list, int]:
             shard = self.state.shards[i]
@@ -239,7 +242,7 @@ class Searcher:
                     else:
                         mq = shard.q_bool([("must", base), ("must_not", has)])
                         addrs = _part(shard, se, mq, pk_levels, tok_pk, [], want)
-                    return [decode_src(src) for src in shard.sources(se, addrs)], total
+                    return [dec(src) for src in shard.sources(se, addrs)], total
                 levels = [(fname, fdesc)] + pk_levels
                 hq = shard.q_bool([("must", base), ("filter", has)])
                 if tok is None:
@@ -261,18 +264,31 @@ class Searcher:
                     addrs += _part(shard, se, mq, pk_levels, tok_pk, [], want)
                 elif fs.missing == "last":
                     addrs += _part(shard, se, mq, pk_levels, None, [], want)
-            return [decode_src(src) for src in shard.sources(se, addrs)], total
+            return [dec(src) for src in shard.sources(se, addrs)], total
 
         parts = [one(i) for i in shards]  # small per shard: the pool's hand-offs cost more
-        decorated = [(keys.key(0.0, pk, values), (0.0, pk, values, stored))
-                     for part, _ in parts for pk, values, stored in part]
-        if after is not None:
-            cmp = keys.compare
-            decorated = [d for d in decorated if cmp(d[0], after) > 0]
-        keys.sort(decorated)
-        page = decorated[offset:offset + limit]
-        token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
-        rows = self._rows([h for _, h in page], mode, names, fetch)
+        if fs is None:
+            # key order alone: the keys as tuples are the sort keys (``SortKeys.compare``
+            # compares them so), and only the last row's becomes a token
+            items = [(0.0, pk, values, stored) for part, _ in parts for pk, values, stored in part]
+            if after is not None:
+                ak = tuple(after[0][1])
+                items = [h for h in items if (h[1] < ak if pk_desc else h[1] > ak)]
+            items.sort(key=_KEY, reverse=pk_desc)
+            hits = items[offset:offset + limit]
+            token = keys.encode_token(keys.key(0.0, hits[-1][1], {})) \
+                if hits and len(items) > offset + limit else None
+        else:
+            decorated = [(keys.key(0.0, pk, values), (0.0, pk, values, stored))
+                         for part, _ in parts for pk, values, stored in part]
+            if after is not None:
+                cmp = keys.compare
+                decorated = [d for d in decorated if cmp(d[0], after) > 0]
+            keys.sort(decorated)
+            page = decorated[offset:offset + limit]
+            token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
+            hits = [h for _, h in page]
+        rows = self._rows(hits, mode, names, fetch)
         total = sum(t for _, t in parts) if get_total_count else -1
         return SearchResult(rows, total, token, {}, {}, [SearchHit(0.0, r) for r in rows])
 
@@ -313,7 +329,7 @@ class Searcher:
         if mode == RETURN_NONE:
             return [Row(h[1], {}, 0) for h in hits]
         if mode == RETURN_ALL_FROM_INDEX:
-            return [Row(h[1], dict(sorted(h[3].items())), 0) for h in hits]
+            return [Row(h[1], dict(sorted(decode_part(h[3]).items())), 0) for h in hits]
         return fetch([h[1] for h in hits], None if mode == RETURN_ALL else names)
 
     def _top_rows(self, hits: list, agg: TopRowsAgg, fetch) -> list[Row]:

@@ -39,13 +39,21 @@ _SPREAD5 = [sum(((v >> b) & 1) << (2 * b) for b in range(5)) for v in range(32)]
 _SCALE = float(1 << 20)
 
 
+_SPREAD10 = [_spread(v) for v in range(1024)]  # 10 bits spread to the even bits of 20
+_PAIRS = [_BASE32[v >> 5] + _BASE32[v & 31] for v in range(1024)]  # 10 bits as 2 characters
+
+
 def encode(lat: float, lon: float, precision: int = PRECISION) -> str:
     """The geohash of a point (up to 8 characters: 40 bits, longitude first)."""
     if precision <= PRECISION:
         la = min(int((lat + 90.0) / 180.0 * _SCALE), (1 << 20) - 1)
         lo = min(int((lon + 180.0) / 360.0 * _SCALE), (1 << 20) - 1)
-        bits = (_spread(lo) << 1) | _spread(la)
-        return "".join(_BASE32[(bits >> (35 - 5 * i)) & 31] for i in range(precision))
+        s10 = _SPREAD10
+        bits = (((s10[lo >> 10] << 20 | s10[lo & 1023]) << 1)
+                | s10[la >> 10] << 20 | s10[la & 1023])
+        p = _PAIRS
+        h = p[bits >> 30] + p[(bits >> 20) & 1023] + p[(bits >> 10) & 1023] + p[bits & 1023]
+        return h[:precision]
     return _encode_slow(lat, lon, precision)
 
 
@@ -83,7 +91,7 @@ def _encode_slow(lat: float, lon: float, precision: int) -> str:
 def cells_of(lat: float, lon: float) -> list[str]:
     """The cells a point is indexed under: its geohash's prefixes 1..PRECISION."""
     h = encode(lat, lon)
-    return [h[:i] for i in range(1, PRECISION + 1)]
+    return [h[:1], h[:2], h[:3], h[:4], h[:5], h[:6], h[:7], h]  # PRECISION prefixes
 
 
 def _cell_size(p: int) -> tuple[float, float]:

@@ -192,7 +192,7 @@ class SearchManager:
                 raised = meta.ttl == -1 and st.meta.ttl != -1 or 0 < st.meta.ttl < meta.ttl
                 st.meta = meta
                 if raised:  # documents the old TTL dropped come back: sync every row again
-                    st.phase, st.next, st.dirty = "FULL", None, True
+                    st.phase, st.next, st.dirty, st.fresh = "FULL", None, True, False
             if pending is not None and new_pending is not None:
                 pending.meta = new_pending
             if add is not None:
@@ -373,12 +373,14 @@ def _consumer(meta: IndexMeta) -> str:
 
 
 def _fetch(table, pks: list[tuple], names: list[str] | None) -> list[Row]:
-    out = []
-    for pk in pks:
-        row = table.get_row(pk, columns=names) if names else table.get_row(pk)
-        out.append(Row(pk, {}, 0) if row is None else Row(pk, dict(sorted(row.columns.items())),
-                                                         row._stamps))
-    return out
+    """The rows of ``pks`` (their ``names`` columns, None: all), columns sorted by name; a row
+    gone since it was indexed comes back empty. One multi-row read for the page."""
+    got = table.get_rows(pks, names or None)
+    if names:  # a projection's columns come sorted
+        return [Row(pk, {}, 0) if row is None else Row(pk, row.columns, row._stamps)
+                for pk, row in zip(pks, got)]
+    return [Row(pk, {}, 0) if row is None else Row(pk, dict(sorted(row.columns.items())), row._stamps)
+            for pk, row in zip(pks, got)]
 
 
 def search_root(path: str | None) -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cmp_to_key
+from functools import cmp_to_key, lru_cache
 
 import msgpack
 
@@ -110,6 +110,17 @@ def _mode_value(values: list, mode: str) -> object:
     if mode == "max":
         return max(values)
     return sum(values) / len(values)
+
+
+def sort_keys(sorters: list[Sorter]) -> SortKeys:
+    """``SortKeys(sorters)``, made once per list of sorters without missing values (a search's
+    fixed cost: its signature is a digest)."""
+    if all(getattr(s, "missing_value", None) is None for s in sorters):
+        try:
+            return _sort_keys(tuple(sorters))
+        except TypeError:  # an unhashable value inside a sorter (GeoDistanceSort's points)
+            pass
+    return SortKeys(sorters)
 
 
 class SortKeys:
@@ -212,3 +223,8 @@ class SortKeys:
         if sig != self.signature:
             raise ParameterInvalid("next_token was made for a different sort")
         return key
+
+
+@lru_cache(maxsize=256)
+def _sort_keys(sorters: tuple) -> SortKeys:
+    return SortKeys(list(sorters))

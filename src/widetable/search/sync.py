@@ -28,11 +28,14 @@ import time
 from ..storage.tantivy_index import Shard
 from ..table.table import full_range
 from ..table.values import now_ms
-from .documents import FieldLayout, Rejected, build_documents, encode_src, locate, row_values
+from ..keys import codec
+from .builder import RowBuilder
+from .documents import FieldLayout, Rejected, encode_src, locate
 from .schema import IndexMeta
 
 BACKFILL_ROWS = 2000
-FULL_COMMIT_INTERVAL = 5.0  # seconds between commits while backfilling (each flushes segments)
+FULL_COMMIT_INTERVAL = 30.0  # seconds between commits while backfilling: each makes segments,
+# which every later search pays for; a crash redoes at most this much of the backfill
 LOG_GROUP = 5000
 
 
@@ -45,6 +48,7 @@ class IndexState:
         self.source = source
         self.layout = FieldLayout(meta)
         self.pk_names = table.schema.pk_names
+        self.builder = RowBuilder(self.layout, self.pk_names)
         self.dir = None if root is None else os.path.join(root, str(meta.index_id))
         self.shards = [Shard(None if self.dir is None else os.path.join(self.dir, f"shard-{i}"),
                              self.layout.tantivy_fields, self.layout.pk_levels)
@@ -60,7 +64,7 @@ class IndexState:
             st = min(states, key=lambda x: x["pass"])
         else:
             st = {"pass": 0, "phase": "FULL", "start": source.last_seq(table), "next": None,
-                  "ckpt": {}, "rejected": 0, "last_rejected": None}
+                  "ckpt": {}, "rejected": 0, "last_rejected": None, "fresh": True}
             if states:  # a crash before the first commit of every shard: start again
                 for s in self.shards:
                     with s.lock:
@@ -73,6 +77,11 @@ class IndexState:
         self.committed = dict(self.ckpt)  # what the shards' last commit holds: trimming keeps
         # every record after it (the in-memory ``ckpt`` runs ahead until the next commit)
         self.rejected = st["rejected"]
+        # The first backfill of an empty index: no row at or after ``next`` has documents
+        # (log records for those rows are left to the backfill, which reads them later), so
+        # backfilled rows are added without a delete. False once a later pass begins (a
+        # longer TTL syncs every row again over the documents there).
+        self.fresh = bool(st.get("fresh", False)) and self.phase == "FULL"
         self.last_rejected = st["last_rejected"]
         self.dirty = not states
 
@@ -118,7 +127,7 @@ class IndexState:
             "pass": self.pass_no, "phase": self.phase, "start": self.start,
             "next": None if self.next is None else list(self.next),
             "ckpt": {str(k): v for k, v in self.ckpt.items()},
-            "rejected": self.rejected, "last_rejected": self.last_rejected,
+            "rejected": self.rejected, "last_rejected": self.last_rejected, "fresh": self.fresh,
         }, default=_jsonable).encode()
         for s in self.shards:
             with s.lock:
@@ -132,11 +141,13 @@ class IndexState:
         lo, hi = full_range(len(names), False)
         start = self.next if self.next is not None else lo
         page = self.table.get_range(start, hi, limit=BACKFILL_ROWS)
+        fresh = self.fresh
         for row in page.rows:
-            self.sync_row(tuple(row.primary_key), row)
+            self.sync_row(tuple(row.primary_key), row, fresh)
         self.next = page.next_start_primary_key
         if self.next is None:
             self.phase = "INCR"
+            self.fresh = False
         self.dirty = True
         return len(page.rows)
 
@@ -153,29 +164,33 @@ class IndexState:
         if not moved:
             return 0
         get = self.table.get_row
+        ahead = self._ahead()
         for pk in pks:
+            if ahead is not None and ahead(pk):
+                continue  # the backfill reads this row later, as it is then
             self.sync_row(pk, get(pk))
         self.ckpt.update(moved)
         self.dirty = True
         return len(pks)
 
-    def sync_row(self, pk: tuple, row) -> None:
-        """Make the documents of ``pk`` those of ``row`` (None: no row)."""
+    def sync_row(self, pk: tuple, row, fresh: bool = False) -> None:
+        """Make the documents of ``pk`` those of ``row`` (None: no row); ``fresh``: ``pk`` has
+        no documents (a first backfill's row), so there is nothing to delete."""
         layout = self.layout
         owner, i = locate(self.meta, self.pk_names, pk)
         shard = self.shards[i]
         with shard.lock:
-            shard.delete(owner)
+            if not fresh:
+                shard.delete(owner)
             if row is None:
                 return
             columns = row.columns
             try:
-                values = row_values(self.meta, self.pk_names, pk, columns, layout.sources)
+                values, has, pairs, children = self.builder.build(pk, columns)
             except Rejected as exc:
                 self.rejected += 1
                 self.last_rejected = f"row {list(pk)!r}: {exc}"
                 return
-            has, pairs, children = build_documents(layout, values)
             stamps = row._stamps
             ts = stamps if type(stamps) is int else max(stamps.values(), default=0)
             stored = {c: columns[c] for c in layout.stored_sources if c in columns}
@@ -184,6 +199,16 @@ class IndexState:
             ob = owner.encode()
             for kind, chas, cpairs in children:
                 shard.add(owner, kind, chas, ts, ob, cpairs)
+
+    def _ahead(self):
+        """While a first backfill runs, the test of a key the backfill has not reached (its
+        rows have no documents yet); None otherwise."""
+        if not (self.fresh and self.phase == "FULL"):
+            return None
+        if self.next is None:
+            return lambda pk: True
+        start = codec.encode_tuple(tuple(self.next))
+        return lambda pk: codec.encode_tuple(tuple(pk)) >= start
 
     # -- observing ----------------------------------------------------------------------
 

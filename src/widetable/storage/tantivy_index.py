@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import threading
+from operator import itemgetter
 
 import tantivy
 from tantivy import Document, FieldType, Index, Occur, PreTokenizedString, Query, Token
@@ -42,6 +43,7 @@ WS = "widetable_ws"  # the whitespace tokenizer of ``tok`` fields
 HEAP = 40_000_000  # writer memory (a segment is flushed when it fills); 3 MB at least
 CKPT_KIND = "ckpt"
 CKPT_ID = "\x00ckpt"
+SMALL_TERM_SET = 48  # up to this many terms, a Bool of term queries beats a term set (measured)
 MAX_REGEX_TERM = 20  # characters: longer regexes pass tantivy's 1000-state limit (measured)
 
 
@@ -97,9 +99,15 @@ class Shard:
         self.writer = self.index.writer(heap_size=heap, num_threads=1)
         self.lock = threading.Lock()
         self._row_kind = Query.term_query(self.schema, "_kind", "row", index_option="basic")
-        # Per level, the lowest and highest value ever added (deletes do not narrow it): a
-        # level with one value orders nothing, and ``ordered.first`` skips it.
-        self._spans: list[list[int] | None] = [self._span(n) for n in self.level_names]
+        # The levels that hold one value in every document ever added (deletes do not
+        # narrow it), with that value (None: no document yet): such a level orders nothing,
+        # and ``ordered.first`` skips it. Each add compares its levels with one C call.
+        self._const: dict[int, int | None] = {}
+        for i, name in enumerate(self.level_names):
+            span = self._span(name)
+            if span is None or span[0] == span[1]:
+                self._const[i] = None if span is None else span[0]
+        self._levels_changed()
 
     def _span(self, name: str) -> list[int] | None:
         se = self.index.searcher()
@@ -112,45 +120,64 @@ class Shard:
             return None
         return [lo[0][0], hi[0][0]]
 
+    def _levels_changed(self) -> None:
+        idx = sorted(self._const)
+        self._const_vals = tuple(self._const[i] for i in idx)
+        if not idx:
+            self._const_of = lambda order: ()
+        elif len(idx) == 1:
+            i0 = idx[0]
+            self._const_of = lambda order: (order[i0],)
+        else:
+            self._const_of = itemgetter(*idx)
+
+    def _note_levels(self, order: list[int]) -> None:
+        """``order`` differs from the constant levels' values: record its values where none
+        was known, and drop the levels it breaks."""
+        for i, v in list(self._const.items()):
+            if v is None:
+                self._const[i] = order[i]
+            elif v != order[i]:
+                del self._const[i]
+        self._levels_changed()
+
     def constant(self, name: str) -> bool:
         """Whether every document ever added holds one value in level ``name``."""
         i = self.level_names.index(name) if name.startswith("_k") and name in self.level_names else -1
-        if i < 0:
-            return False
-        span = self._spans[i]
-        return span is not None and span[0] == span[1]
+        return i >= 0 and self._const.get(i) is not None
 
     # -- writing ---------------------------------------------------------------------
 
     def add(self, owner: str, kind: str, has: list[str], ts: int, src: bytes,
             values: list[tuple[str, object]], order: str | list[int] | None = None) -> None:
         """Add one document (caller holds ``lock``). ``values``: ``[(field, value)]``, a
-        ``tok`` field's value being its token list; ``order``: the ``_pk`` sort string, or
+        ``tok`` field's value being its token list, or a string of tokens without whitespace
+        joined by single spaces; ``order``: the ``_pk`` sort string, or
         the ``pk_levels`` integers."""
         # One dict turned into a Document in one call (Document.from_dict): about a third of
         # the cost of an add_* call per value.
-        fields: dict[str, list] = {"_owner": [owner], "_kind": [kind], "_ts": [ts], "_src": [src]}
+        fields: dict[str, object] = {"_owner": [owner], "_kind": [kind], "_ts": [ts], "_src": [src]}
         if has:
             fields["_has"] = has
         if order is not None:
             if isinstance(order, str):
                 fields["_pk"] = [order]
             else:
-                spans = self._spans
-                for i, (name, v) in enumerate(zip(self.level_names, order)):
-                    fields[name] = [v]
-                    span = spans[i]
-                    if span is None:
-                        spans[i] = [v, v]
-                    elif v < span[0]:
-                        span[0] = v
-                    elif v > span[1]:
-                        span[1] = v
+                fields.update(zip(self.level_names, order))  # type: ignore[arg-type]
+                if self._const_of(order) != self._const_vals:
+                    self._note_levels(order)  # type: ignore[arg-type]
         kinds = self.kinds
         pre = []
         for name, value in values:
             k = kinds[name]
             if k == "tok":
+                if type(value) is str:  # tokens already joined (they hold no whitespace)
+                    got = fields.get(name)
+                    if got is None:
+                        fields[name] = [value]
+                    else:
+                        got.append(value)
+                    continue
                 joined = " ".join(value)  # type: ignore[arg-type]
                 if len(joined.split()) != len(value):  # type: ignore[arg-type]
                     toks = [Token(t, i, 0, 0) for i, t in enumerate(value)]  # type: ignore[arg-type]
@@ -299,8 +326,16 @@ class Shard:
         return Query.term_query(self.schema, name, value, index_option=opt)
 
     def q_terms(self, name: str, values: list):
+        """Documents holding any of ``values`` in ``name``, each scoring 1.0."""
         if not values:
             return Query.empty_query()
+        if len(values) <= SMALL_TERM_SET:
+            # tantivy's term set query costs ~200 us per search whatever its size (it walks
+            # an automaton over each segment's dictionary); a few term queries cost ~2 us each
+            opt = "position" if self.kinds.get(name) == "tok" else "basic"
+            terms = [(Occur.Should, Query.term_query(self.schema, name, v, index_option=opt))
+                     for v in values]
+            return Query.const_score_query(Query.boolean_query(terms), 1.0)
         return Query.term_set_query(self.schema, name, list(values))
 
     def q_has(self, name: str):
@@ -309,6 +344,10 @@ class Shard:
     def q_ids(self, owners: list[str]):
         if not owners:
             return Query.empty_query()
+        if len(owners) <= SMALL_TERM_SET:
+            terms = [(Occur.Should, Query.term_query(self.schema, "_owner", o, index_option="basic"))
+                     for o in owners]
+            return Query.const_score_query(Query.boolean_query(terms), 1.0)
         return Query.term_set_query(self.schema, "_owner", list(owners))
 
     def q_range(self, name: str, lo: object, hi: object, include_lower: bool, include_upper: bool):

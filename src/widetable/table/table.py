@@ -302,6 +302,33 @@ class Table:
             reader = self.reader(None, None, None, None)
         return reader(_unpack(blob))
 
+    def get_rows(self, pks: list[tuple], columns: list[str] | None = None) -> list[Row | None]:
+        """``get_row(pk, columns)`` of each of ``pks`` (normalized key tuples), in order: one
+        reader for them all and one engine ``multi_get`` (what a search's page reads)."""
+        if not pks:
+            return []
+        reader = None if columns is None else self.reader(columns, None, None, None)
+        if reader is None and not self._plain_reads:
+            reader = self.reader(None, None, None, None)
+        keys = []
+        for pk in pks:
+            key = self._prefix + self._encode(pk) if type(pk) is tuple and not self._unusable \
+                else self._key(pk)[1]
+            keys.append(key)
+        out: list[Row | None] = []
+        for key, blob in zip(keys, self._engine.multi_get(keys)):
+            part = self._route_read(key)
+            if blob is None:
+                out.append(None)
+                continue
+            part.bytes_read += len(blob)
+            if reader is None:
+                row = _unpack(blob)
+                out.append(Row(row[1], row[2], row[3]))
+            else:
+                out.append(reader(_unpack(blob)))
+        return out
+
     def stored_row(self, pk: object) -> bytes | None:
         """The row's stored bytes (``rowcodec``'s layout), read and counted as ``get_row``
         reads it, or None. On a table without TTL (``plain_reads``), a read without
