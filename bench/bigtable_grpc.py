@@ -22,7 +22,8 @@ against it is given. Every table holds 10,000 rows of one 100-byte cell.
 Each figure is operations per second over ``--seconds``, with the CPU per operation of
 the server process (from /proc) and of this client process: they show which side
 limits a ratio on a small shared machine, where the client's Python runs on the same
-cores as the servers.
+cores as the servers. The run ends with where a raw call's server CPU goes: the library
+call and the handler timed in this process, the rest being the transport.
 """
 
 from __future__ import annotations
@@ -310,7 +311,8 @@ def layers(root: Path, n: int = 3000) -> dict:
     """In this process, µs per call of each layer under the gRPC figures: the library call
     alone, and the server's handler (request parse, decode, the library call, the answer's
     encoding) without gRPC. Their difference from the server's CPU per operation is what
-    grpc's server costs per call."""
+    the transport costs per call (server/http2: HTTP/2 frames, HPACK, gRPC framing, the
+    event loop and the socket calls)."""
     import widetable
     from widetable.bigtable.types import FamilySpec, SetCell
     from widetable.server.bigtable.data import DataService
@@ -436,9 +438,9 @@ def print_report(report: dict) -> None:
         total = report["raw_grpc"]["widetable"][measure]["cpu_us"]
         emu = report["raw_grpc"].get("emulator", {}).get(measure) if report["raw_grpc"].get(
             "emulator") else None
-        grpc_part = total - parts["handler"]
+        transport = total - parts["handler"]
         line = (f"  {measure:<22} library {parts['library']:5.0f}, handler (parse, decode, "
-                f"library, encode) {parts['handler']:5.0f}, grpc's server {grpc_part:5.0f} "
+                f"library, encode) {parts['handler']:5.0f}, transport {transport:5.0f} "
                 f"= {total:5.0f} in all")
         if emu:
             line += f"; the emulator's whole server {emu['cpu_us']:5.0f}"

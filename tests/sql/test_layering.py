@@ -13,9 +13,12 @@ def test_only_the_adapter_imports_duckdb() -> None:
 
 def test_pyarrow_only_where_batches_are_built() -> None:
     users = {f for f in offenders("", "pyarrow") if not f.startswith("cli/")}
-    # client/sql.py: to_arrow() of a remote answer, imported when called
+    # client/sql.py: to_arrow() of a remote answer, imported when called; gsql_scan.py
+    # builds a Bigtable table's batches, gsql_direct.py answers from them, gsql_types.py
+    # maps GoogleSQL types to Arrow's
     assert users == {"sql/scan.py", "sql/result.py", "sql/duck.py", "sql/interchange.py",
-                     "client/sql.py"}
+                     "client/sql.py", "sql/gsql_scan.py", "sql/gsql_direct.py",
+                     "sql/gsql_types.py"}
 
 
 def test_planning_reads_no_rows() -> None:
@@ -23,6 +26,14 @@ def test_planning_reads_no_rows() -> None:
         found = [n for n in imports(PACKAGE / "sql" / f"{name}.py")
                  if under(n, "widetable.sql.scan", "widetable.sql.duck", "widetable.sql.session",
                           "widetable.storage", "pyarrow", "duckdb")]
+        assert found == [], name
+
+
+def test_googlesql_planning_reads_no_rows() -> None:
+    for name in ("gsql_text", "gsql_plan", "gsql_keys", "gsql_types"):
+        found = [n for n in imports(PACKAGE / "sql" / f"{name}.py")
+                 if under(n, "widetable.sql.scan", "widetable.sql.duck", "widetable.sql.gsql_scan",
+                          "widetable.storage", "duckdb")]
         assert found == [], name
 
 

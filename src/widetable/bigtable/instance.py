@@ -10,9 +10,16 @@ their storage options pick the column family their records live in.
 from __future__ import annotations
 
 import re
+import threading
 from typing import TYPE_CHECKING
 
-from ..errors import ObjectAlreadyExist, ObjectNotExist, ParameterInvalid, PrimaryKeyTooLong
+from ..errors import (
+    NotSupported,
+    ObjectAlreadyExist,
+    ObjectNotExist,
+    ParameterInvalid,
+    PrimaryKeyTooLong,
+)
 from ..keys import layout
 from ..table.schema import FamilySchema
 from .store import FamilyTable
@@ -77,8 +84,43 @@ def _specs(families: object, what: str = "families") -> list[FamilySpec]:
 class BigtableInstance:
     """The Bigtable tables of one store. Thread-safe (DDL runs under the catalog's lock)."""
 
-    def __init__(self, ctx: StoreContext) -> None:
+    def __init__(self, ctx: StoreContext, sql=None) -> None:
+        """``sql(instance)``: makes the GoogleSQL engine of ``sql``/``execute_query`` (the
+        store passes ``widetable.sql.googlesql.GoogleSQL``: SQL sits above this layer)."""
         self._ctx = ctx
+        self._make_sql = sql
+        self._sql = None
+        self._sql_lock = threading.Lock()
+
+    @property
+    def sql(self):
+        """GoogleSQL over these tables (``widetable.sql.googlesql.GoogleSQL``), made on
+        first use: ``prepare(query, param_types)``, ``execute(prepared, params)``."""
+        if self._sql is None:
+            if self._make_sql is None:
+                raise NotSupported("this Bigtable instance has no SQL engine")
+            with self._sql_lock:
+                if self._sql is None:
+                    self._sql = self._make_sql(self)
+        return self._sql
+
+    def execute_query(self, query: str, params: dict | None = None,
+                      param_types: dict | None = None):
+        """Run GoogleSQL ``query`` over this instance's tables: ``_key`` and one map
+        column per family (``widetable.sql.googlesql``). ``params``: ``{name: value}``
+        for each ``@name`` (types inferred from the values unless ``param_types`` gives
+        them). The result has ``rows``, ``columns``, ``to_arrow()`` and iterates."""
+        return self.sql.execute_query(query, params, param_types)
+
+    def prepare_query(self, query: str, param_types: dict | None = None):
+        """Check ``query`` and type its answer (a ``PreparedQuery``, run by
+        ``sql.execute(prepared, params)``)."""
+        return self.sql.prepare(query, param_types)
+
+    def close(self) -> None:
+        """Release the SQL engine (the store calls this as it closes)."""
+        if self._sql is not None:
+            self._sql.close()
 
     def _backing(self, name: object) -> FamilyTable:
         self._ctx.check_open()

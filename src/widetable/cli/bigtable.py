@@ -348,3 +348,88 @@ def count(ctx: typer.Context, table: Annotated[str, typer.Argument(help="Table n
         # one cell per row, no values: a count moves keys only
         flt = F.Chain((F.CellsPerRowLimit(1), F.StripValue()))
         typer.echo(sum(1 for _ in bt.table(table).read_rows(None, flt)))
+
+
+_PARAM_TYPES = {"bytes": "BYTES", "string": "STRING", "int64": "INT64", "float64": "FLOAT64",
+                "bool": "BOOL"}
+
+
+def _query_params(args: list[str] | None) -> tuple[dict, dict]:
+    """``name=value`` (BYTES, the text's UTF-8) or ``name:TYPE=value`` -> values and types."""
+    values, types = {}, {}
+    for arg in args or []:
+        name, sep, text = arg.partition("=")
+        if not sep or not name:
+            raise CliError(f"expected NAME=VALUE or NAME:TYPE=VALUE, got {arg!r}")
+        name, _, kind = name.partition(":")
+        t = _PARAM_TYPES.get((kind or "bytes").lower())
+        if t is None:
+            raise CliError(f"parameter {name!r}: type {kind!r} is not one of {sorted(_PARAM_TYPES)}")
+        try:
+            values[name] = {"BYTES": str.encode, "STRING": str, "INT64": int, "FLOAT64": float,
+                            "BOOL": lambda s: {"true": True, "false": False}[s.lower()]}[t](text)
+        except (ValueError, KeyError):
+            raise CliError(f"parameter {name!r}: {text!r} is not a {t}") from None
+        types[name] = t
+    return values, types
+
+
+def _sql_value(v: object) -> object:
+    """An answer's value in JSON's terms: bytes as text when UTF-8 (else {"$binary"}),
+    maps as objects, timestamps and dates ISO 8601."""
+    import base64
+    if isinstance(v, bytes):
+        try:
+            return v.decode()
+        except UnicodeDecodeError:
+            return {"$binary": base64.b64encode(v).decode()}
+    if isinstance(v, (datetime.datetime, datetime.date)):
+        return v.isoformat()
+    if isinstance(v, dict):
+        return {k: _sql_value(x) for k, x in v.items()}
+    if isinstance(v, list) and v and all(isinstance(e, tuple) and len(e) == 2 for e in v):
+        return {str(_sql_value(k)): _sql_value(x) for k, x in v}  # a map
+    if isinstance(v, (list, tuple)):
+        return [_sql_value(x) for x in v]
+    return v
+
+
+@bt_app.command("sql")
+@guarded
+def sql(ctx: typer.Context,
+        query: Annotated[str, typer.Argument(help="A GoogleSQL query: SELECT ... FROM TABLE.")],
+        args: Annotated[list[str] | None, typer.Argument(
+            metavar="[NAME[:TYPE]=VALUE]...", show_default=False,
+            help="Query parameters (@NAME): bytes by default; TYPE string, int64, float64, "
+                 "bool or bytes.")] = None,
+        json_lines: Annotated[bool, typer.Option("--json", help="One JSON object per row.")] = False,
+        data: DataOpt = None, endpoint: BtEndpointOpt = None,
+        instance: InstanceOpt = "widetable") -> None:
+    """Run a GoogleSQL query over the Bigtable tables (_key and one map column per family)."""
+    import json
+
+    values, types = _query_params(args)
+    with _instance(ctx, data, endpoint, instance) as bt:
+        result = bt.execute_query(query, values, types)
+        names = [n for n, _ in result.columns]
+        if json_lines:
+            for row in result:
+                typer.echo(json.dumps({n or f"${i + 1}": _sql_value(v)
+                                       for i, (n, v) in enumerate(zip(names, row))},
+                                      ensure_ascii=False))
+            return
+        from rich.table import Table as RichTable
+        from rich.text import Text
+
+        from . import render
+        table = RichTable()
+        for n, t in result.columns:
+            table.add_column(Text(f"{n}\n{t}"))
+        count = 0
+        for row in result:
+            table.add_row(*[Text("NULL", "dim") if v is None else Text(
+                str(v) if isinstance(v, (str, int, float)) else
+                json.dumps(_sql_value(v), ensure_ascii=False)) for v in row])
+            count += 1
+        render.console.print(table)
+        render.note(f"{count} row{'s' if count != 1 else ''}")

@@ -27,6 +27,7 @@ from ..wire.bigtable.convert import (
     encode_rule,
 )
 from ..wire.bigtable.errors import error_of
+from ..wire.bigtable.query import decode_rows, decode_type, encode_param, encode_type, type_text
 from ..wire.bigtable.rows import merge_rows
 
 DEFAULT_PROJECT = "widetable"
@@ -156,6 +157,58 @@ class RemoteBigtable:
 
     def table(self, name: str) -> RemoteBigtableTable:
         return RemoteBigtableTable(self, name)
+
+    def execute_query(self, query: str, params: dict | None = None,
+                      param_types: dict | None = None) -> QueryAnswer:
+        """GoogleSQL ``query`` through PrepareQuery and ExecuteQuery (as
+        ``db.bigtable.execute_query``; parameter types inferred from the values unless
+        ``param_types`` gives them). The whole answer is read."""
+        params = params or {}
+        types = dict(param_types or {})
+        for name, value in params.items():
+            types.setdefault(name, _infer(name, value))
+        prep = v2.PrepareQueryRequest(instance_name=self.parent, query=query)
+        prep.proto_format.SetInParent()
+        for name, t in types.items():
+            prep.param_types[name].CopyFrom(encode_type(t))
+        prepared = self._stubs.call("PrepareQuery", prep)
+        columns = [(c.name, decode_type(c.type, c.name)) for c in prepared.metadata.proto_schema.columns]
+        req = v2.ExecuteQueryRequest(instance_name=self.parent,
+                                     prepared_query=prepared.prepared_query)
+        for name, value in params.items():
+            req.params[name].CopyFrom(encode_param(value, types[name]))
+        rows: list[tuple] = []
+        buffer = b""
+        for m in self._stubs.call("ExecuteQuery", req):
+            buffer += m.results.proto_rows_batch.batch_data
+            if m.results.HasField("batch_checksum"):
+                rows += decode_rows(buffer, [t for _, t in columns], m.results.batch_checksum)
+                buffer = b""
+        return QueryAnswer([(n, type_text(t)) for n, t in columns], rows)
+
+
+class QueryAnswer:
+    """A query's answer read through the wire: ``columns`` [(name, type)], ``rows``."""
+
+    def __init__(self, columns: list[tuple[str, str]], rows: list[tuple]) -> None:
+        self.columns = columns
+        self.rows = rows
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _infer(name: str, value: object) -> object:
+    import datetime as dt
+    for cls, t in ((bool, "BOOL"), (bytes, "BYTES"), (str, "STRING"), (int, "INT64"),
+                   (float, "FLOAT64"), (dt.datetime, "TIMESTAMP"), (dt.date, "DATE")):
+        if isinstance(value, cls):
+            return t
+    raise ParameterInvalid(f"cannot infer the type of parameter @{name} from {value!r:.60}: "
+                           "give it in param_types")
 
 
 class RemoteBigtableTable:

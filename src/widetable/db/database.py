@@ -63,6 +63,14 @@ def _close_open_stores() -> None:
             log.exception("widetable: closing a store left open at exit failed")
 
 
+
+def _googlesql(bt):
+    """The GoogleSQL engine of ``db.bigtable`` (sqlglot, pyarrow and DuckDB load on the
+    first query, not with the Bigtable model)."""
+    from ..sql.googlesql import GoogleSQL
+
+    return GoogleSQL(bt)
+
 class Database(SearchFacade):
     """A store of wide tables. Thread-safe; close it (or use ``with``) when done."""
 
@@ -122,7 +130,7 @@ class Database(SearchFacade):
         if self._bigtable is None:
             from ..bigtable.instance import BigtableInstance
 
-            self._bigtable = BigtableInstance(self._ctx)
+            self._bigtable = BigtableInstance(self._ctx, sql=_googlesql)
         return self._bigtable
 
     # -- lifecycle --------------------------------------------------------------
@@ -161,6 +169,8 @@ class Database(SearchFacade):
         self._background.join(timeout=10)
         if self._sql is not None:
             self._sql.close()
+        if self._bigtable is not None:
+            self._bigtable.close()
         with self._ddl_lock:
             self._partitions.flush()
             self._ctx.closed = True

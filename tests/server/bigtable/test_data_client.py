@@ -199,7 +199,9 @@ def test_every_rpc_through_the_async_data_client(emulator_env, make_table):
     asyncio.run(run())
 
 
-def test_execute_query_is_a_clear_unimplemented(data_client, make_table):
+def test_execute_query_serves_googlesql(data_client, make_table):
+    # the whole of PrepareQuery / ExecuteQuery: test_execute_query.py
     name = make_table()
-    with pytest.raises(gexc.MethodNotImplemented, match="GoogleSQL over Bigtable tables"):
-        list(data_client.execute_query(f"SELECT _key FROM `{name}`", INSTANCE))
+    data_client.get_table(INSTANCE, name).mutate_row(b"k", SetCell("cf", b"q", b"v", 1000))
+    rows = list(data_client.execute_query(f"SELECT _key, cf['q'] AS q FROM `{name}`", INSTANCE))
+    assert [(r["_key"], r["q"]) for r in rows] == [(b"k", b"v")]

@@ -1,12 +1,13 @@
-"""Only the gRPC adapters import grpc: server/bigtable/ on the server side and
-client/bigtable.py on the client side; wire/bigtable/ (the codecs both use) does not, and
-nothing imports the official client or grpcio-tools at run time."""
+"""Only the adapters import their libraries: grpc only client/bigtable.py (the server's
+gRPC transport is server/http2, which needs no grpc), hpack only server/http2;
+wire/bigtable/ (the codecs both sides use) imports neither, and nothing imports the
+official client or grpcio-tools at run time."""
 
 from __future__ import annotations
 
 from tests.importgraph import PACKAGE, imports, offenders
 
-ALLOWED = {"server/bigtable", "client/bigtable.py"}
+ALLOWED = {"client/bigtable.py"}
 
 
 def test_only_the_adapters_import_grpc():
@@ -15,8 +16,15 @@ def test_only_the_adapters_import_grpc():
     assert bad == {}
 
 
-def test_the_check_sees_grpc_where_it_is():
-    assert any(n == "grpc" for n in imports(PACKAGE / "server" / "bigtable" / "service.py"))
+def test_only_the_http2_transport_imports_hpack_or_h2():
+    bad = {f: names for f, names in offenders(".", "hpack", "h2").items()
+           if not f.startswith("server/http2")}
+    assert bad == {}
+
+
+def test_the_check_sees_grpc_and_hpack_where_they_are():
+    assert any(n == "grpc" for n in imports(PACKAGE / "client" / "bigtable.py"))
+    assert any(n.startswith("hpack") for n in imports(PACKAGE / "server" / "http2" / "headers.py"))
 
 
 def test_nothing_needs_the_official_client_or_protoc_at_run_time():

@@ -20,6 +20,7 @@ from ...wire.bigtable.convert import (
 )
 from ...wire.bigtable.errors import status_of
 from ...wire.bigtable.rows import encode_mutate_rows_response, encode_rows
+from .query import QueryService
 from .service import Registry, details, instance_name, no_views, table_id
 
 INLINE_ENTRIES = 100  # rows of a MutateRows run on the loop
@@ -41,6 +42,7 @@ class DataService:
         reg.add(DATA, "ReadModifyWriteRow", self.read_modify_write_row)
         reg.add(DATA, "SampleRowKeys", self.sample_row_keys)
         reg.add(DATA, "PingAndWarm", self.ping_and_warm)
+        QueryService(self.bt).register(reg)  # PrepareQuery, ExecuteQuery (query.py)
 
     def table(self, request, what: str):
         """The library table a request names (ObjectNotExist if there is none)."""

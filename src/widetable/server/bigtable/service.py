@@ -1,29 +1,27 @@
 """What every Bigtable RPC shares: resource names, status answers, the shared token, and
-the registration of handlers as gRPC generic handlers.
+the table of methods the gRPC transport (``server/http2``) serves.
 
-Requests arrive as bytes and are parsed here (not by grpc's deserializer), so that a
-malformed message is answered INVALID_ARGUMENT naming the message, not INTERNAL.
-A ``WidetableError`` leaves as the status Bigtable gives the same failure
-(``wire/bigtable/errors.py``); anything else is INTERNAL and logged.
+Requests arrive as bytes and are parsed here, so that a malformed message is answered
+INVALID_ARGUMENT naming the message, not INTERNAL. A ``WidetableError`` leaves as the
+status Bigtable gives the same failure (``wire/bigtable/errors.py``); anything else is
+INTERNAL and logged.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
 from collections.abc import Callable
 
-import grpc
 from google.protobuf.message import DecodeError
 
 from ...errors import NotSupported, ParameterInvalid, WidetableError, describe
 from ...wire.bigtable import Method, methods
-from ...wire.bigtable.errors import UNAUTHENTICATED, status_of
+from ...wire.bigtable.errors import INTERNAL, status_of
+from ..http2 import Method as Served
 
 log = logging.getLogger("widetable.server.bigtable")
 
-CODES = {c.value[0]: c for c in grpc.StatusCode}
 MAX_DETAILS = 2000  # characters of a status message: it travels in a header (8 KiB cap)
 
 
@@ -34,17 +32,9 @@ def details(message: str) -> str:
 
 # why some methods are not served, added to their UNIMPLEMENTED message
 WHY_NOT = {
-    "PrepareQuery": ": GoogleSQL over Bigtable tables is not served (widetable's SQL layer "
-                    "does not read Bigtable tables yet)",
-    "ExecuteQuery": ": GoogleSQL over Bigtable tables is not served (widetable's SQL layer "
-                    "does not read Bigtable tables yet)",
     "ReadChangeStream": ": change streams of Bigtable tables are not served",
     "GenerateInitialChangeStreamPartitions": ": change streams of Bigtable tables are not served",
 }
-
-
-def _identity(b: bytes) -> bytes:
-    return b
 
 
 def table_id(name: str, field: str = "table_name") -> str:
@@ -77,50 +67,63 @@ def no_views(request, what: str) -> None:
             raise NotSupported(f"{what}: {field} is not supported (views are not served)")
 
 
-def _status(exc: BaseException, what: str) -> tuple[grpc.StatusCode, str]:
+def status(exc: BaseException, what: str = "call") -> tuple[int, str]:
+    """``(gRPC status code, message)`` of a failure."""
     if isinstance(exc, WidetableError):
-        return CODES[status_of(exc)], details(exc.message)
-    log.exception("%s failed", what)
-    return grpc.StatusCode.INTERNAL, f"{what}: internal error: {type(exc).__name__}"
+        return status_of(exc), details(exc.message)
+    log.exception("%s failed", what, exc_info=exc)
+    return INTERNAL, f"{what}: internal error: {type(exc).__name__}"
 
 
 class Registry:
-    """The handlers of one grpc asyncio server: ``add(service, name, fn)``; every method
-    of a registered service without a handler answers UNIMPLEMENTED naming it. Handlers
-    run on the server's loop; those ``pooled`` for a request on ``pool``."""
+    """The methods the Bigtable port serves, by path (``/google.bigtable.v2.Bigtable/
+    ReadRows``): ``add(service, name, fn)``; every method of a registered service without
+    a handler answers UNIMPLEMENTED naming it. What the transport asks of its service:
+    ``method(path)``, ``authorized(authorization header)``, ``status(exception)``."""
 
-    def __init__(self, token: str | None = None, pool=None) -> None:
+    def __init__(self, token: str | None = None) -> None:
         self.token = None if token is None else f"Bearer {token}".encode()
-        self.pool = pool
-        self._handlers: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
         self._methods: dict[str, dict[str, Method]] = {}
+        self._served: dict[str, Served] = {}
 
     def service(self, service: str) -> None:
         self._methods[service] = methods(service)
-        self._handlers.setdefault(service, {})
+        for name, method in self._methods[service].items():
+            self._served.setdefault(f"/{service}/{name}", self._unimplemented(service, method))
 
     def add(self, service: str, name: str, fn: Callable, raw_response: bool = False,
             pooled: Callable | None = None) -> None:
         """``fn(request, context)`` returns the answer (a message; for a streamed method
-        an iterable of them). ``raw_response``: the messages are serialized bytes.
-        ``pooled(request)``: true when the call may run long (it goes to the pool, so
-        that the loop keeps serving)."""
+        an iterable of them; ``context`` is None: handlers need nothing from the
+        transport). ``raw_response``: the messages are serialized bytes.
+        ``pooled(request)``: true when the call may run long (it goes to the worker
+        pool, so that the loop keeps serving)."""
         method = self._methods[service][name]
-        wrapped = self._wrap(method, fn, pooled)
-        serialize = _identity if raw_response else method.response.SerializeToString
-        make = (grpc.unary_stream_rpc_method_handler if method.server_streaming
-                else grpc.unary_unary_rpc_method_handler)
-        self._handlers[service][name] = make(wrapped, request_deserializer=_identity,
-                                             response_serializer=serialize)
+        serialize = None if raw_response else method.response.SerializeToString
+        if method.server_streaming:
+            def run(req):
+                answer = fn(req, None)
+                return answer if serialize is None else (serialize(m) for m in answer)
+        elif serialize is None:
+            def run(req):
+                return fn(req, None)
+        else:
+            def run(req):
+                return serialize(fn(req, None))
+        self._served[f"/{service}/{name}"] = Served(method.server_streaming, self._parser(method),
+                                                    run, pooled)
 
-    def _authorized(self, context) -> bool:
+    def method(self, path: str) -> Served | None:
+        return self._served.get(path)
+
+    def authorized(self, authorization: bytes | None) -> bool:
         if self.token is None:
             return True
-        for key, value in context.invocation_metadata() or ():
-            if key == "authorization":
-                v = value.encode() if isinstance(value, str) else value
-                return hmac.compare_digest(v, self.token)
-        return False
+        return authorization is not None and hmac.compare_digest(authorization, self.token)
+
+    @staticmethod
+    def status(exc: BaseException) -> tuple[int, str]:
+        return status(exc, "Bigtable call")
 
     @staticmethod
     def _parser(method: Method) -> Callable:
@@ -134,57 +137,12 @@ class Registry:
                     f"malformed {method.request.DESCRIPTOR.name}: {exc}") from None
         return request_of
 
-    def _wrap(self, method: Method, fn: Callable, pooled: Callable | None) -> Callable:
-        request_of, what, pool = self._parser(method), method.name, self.pool
-
-        async def answer(data: bytes, context):
-            req = request_of(data)
-            if pooled is not None and pooled(req):
-                run = (lambda: list(fn(req, context))) if method.server_streaming else (
-                    lambda: fn(req, context))
-                return await asyncio.get_running_loop().run_in_executor(pool, run)
-            return fn(req, context)
-
-        if method.server_streaming:
-            async def streamed(data: bytes, context):
-                # context.write, not an async generator: a generator costs grpc's asyncio
-                # server a task per message
-                if not self._authorized(context):
-                    await context.abort(CODES[UNAUTHENTICATED], "missing or wrong bearer token")
-                try:
-                    for item in await answer(data, context):
-                        await context.write(item)
-                except Exception as exc:  # noqa: BLE001 - every failure becomes a status
-                    await context.abort(*_status(exc, what))
-            return streamed
-
-        async def unary(data: bytes, context):
-            if not self._authorized(context):
-                await context.abort(CODES[UNAUTHENTICATED], "missing or wrong bearer token")
-            try:
-                return await answer(data, context)
-            except Exception as exc:  # noqa: BLE001
-                await context.abort(*_status(exc, what))
-        return unary
-
-    def handlers(self) -> list[grpc.GenericRpcHandler]:
-        out = []
-        for service, handlers in self._handlers.items():
-            full = dict(handlers)
-            for name, method in self._methods[service].items():
-                if name not in full:
-                    full[name] = self._unimplemented(service, method)
-            out.append(grpc.method_handlers_generic_handler(service, full))
-        return out
-
-    def _unimplemented(self, service: str, method: Method) -> grpc.RpcMethodHandler:
+    @staticmethod
+    def _unimplemented(service: str, method: Method) -> Served:
         message = f"{service.rpartition('.')[2]}.{method.name} is not implemented by widetable"
         message += WHY_NOT.get(method.name, "")
-        code = grpc.StatusCode.UNIMPLEMENTED
 
-        async def refuse(data, context):
-            await context.abort(code, message)
+        def refuse(data: bytes):
+            raise NotSupported(message)
 
-        make = (grpc.unary_stream_rpc_method_handler if method.server_streaming
-                else grpc.unary_unary_rpc_method_handler)
-        return make(refuse, request_deserializer=_identity, response_serializer=_identity)
+        return Served(method.server_streaming, refuse, refuse)
