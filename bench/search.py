@@ -157,11 +157,16 @@ def layer_profile(fn, calls: int = 300) -> dict[str, float]:
 
 SERVE = """
 import sys, time, widetable
-from widetable.search import TermQuery
+from widetable.search import *
 db = widetable.open(sys.argv[1], purge_interval=None)
 db.wait_for_search_indexes("card", "ix", timeout=600)
-for _ in range(20):
-    db.search("card", "ix", TermQuery("seller", "S042"), limit=10, columns=["seller", "amount"])
+for q, sort in [(TermQuery("seller", "S042"), None),
+                (RangeQuery("amount", 100, 200, True, True), [FieldSort("amount", DESC)]),
+                (MatchQuery("note", "canteen"), None), (GeoDistanceQuery("loc", "30.5,120.5", 1000), None)]:
+    for _ in range(5):
+        db.search("card", "ix", q, sort=sort, limit=10, columns=["seller", "amount"])
+gb = [GroupByField("g", "seller", size=10, sub_aggs=(SumAgg("s", "amount"),))]
+db.search("card", "ix", MatchAllQuery(), limit=0, group_bys=gb)
 with open("/proc/self/status") as f:
     print(next(int(x.split()[1]) // 1024 for x in f if x.startswith("VmRSS:")))
 db.close()
@@ -169,8 +174,8 @@ db.close()
 
 
 def serving_rss_mb(path: str) -> int:
-    """The RSS of a fresh process that opens the store at ``path`` and searches its index:
-    the serving process, without this benchmark's peers and raw index."""
+    """The RSS of a fresh process that opens the store at ``path`` and runs each kind of
+    query on its index: the serving process, without this benchmark's peers and raw index."""
     import subprocess
     import sys
     out = subprocess.run([sys.executable, "-c", SERVE, path], capture_output=True, text=True,

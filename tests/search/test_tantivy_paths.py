@@ -109,7 +109,8 @@ SORTS = [
 ]
 
 
-@pytest.fixture(params=[(ordered.SLACK, ordered.GROUP_LIMIT), (0, ordered.GROUP_LIMIT), (0, 1)],
+@pytest.fixture(params=[(ordered.SLACK, ordered.GROUP_LIMIT, ordered.HIT_PER_COLUMN_ROWS),
+                        (0, ordered.GROUP_LIMIT, 0), (0, 1, 0)],
                 ids=["slack", "no-slack", "no-slack-no-group"])
 def slack(request, monkeypatch):
     """With the default slack most ties end among the hits asked for; with none every tie
@@ -118,6 +119,7 @@ def slack(request, monkeypatch):
     by level."""
     monkeypatch.setattr(ordered, "SLACK", request.param[0])
     monkeypatch.setattr(ordered, "GROUP_LIMIT", request.param[1])
+    monkeypatch.setattr(ordered, "HIT_PER_COLUMN_ROWS", request.param[2])
     return request.param[0]
 
 

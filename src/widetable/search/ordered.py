@@ -31,6 +31,10 @@ from ..keys import codec
 
 
 SLACK = 16  # hits asked for beyond ``want``: a tied group that ends among them is complete
+# A hit handed to Python costs about what the filter's column scan costs for this many of
+# the shard's documents (measured: ~0.75 us against ~2 ns): the group is read only when
+# cheaper.
+HIT_PER_COLUMN_ROWS = 400
 GROUP_LIMIT = 4096  # a query matching up to this many documents orders a cut group from fast
 # values (``_tied_group``) instead of filtering by the tied value
 
@@ -75,7 +79,8 @@ def _first(shard, searcher, query, levels: list[tuple], want: int, total: list |
         keep = [a for v, a in hits[:want] if v != b]
         out += keep
         want -= len(keep)
-        if b is not None and n is not None and n <= GROUP_LIMIT:
+        if b is not None and n is not None and n <= GROUP_LIMIT and \
+                min(8 * (want + SLACK), n + 1) * HIT_PER_COLUMN_ROWS <= searcher.num_docs:
             group = _tied_group(shard, searcher, q, level, b, levels[at + 1:], want, n)
             if group is not None:
                 return out + group
