@@ -216,6 +216,11 @@ class Shard:
         self.writer.commit()
         self.index.reload()
 
+    def refresh(self) -> None:
+        """Let searchers see what tantivy published since the last commit (segments its
+        background merges made); no document changes."""
+        self.index.reload()
+
     def clear(self) -> None:
         """Delete every document (caller holds ``lock``; takes effect at ``commit``)."""
         self.writer.delete_all_documents()
