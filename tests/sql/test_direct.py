@@ -130,6 +130,21 @@ def test_what_the_direct_count_leaves_to_duckdb(loaded) -> None:
     assert db.sql(sql).columns == [("n", "BIGINT")]
 
 
+def test_a_limit_or_offset_that_is_an_expression_is_duckdbs(loaded) -> None:
+    """The direct path applies only LIMIT and OFFSET it can bind (literals and ?); any
+    other leaves the statement to DuckDB rather than being ignored."""
+    db, _ = loaded
+    for sql in ["SELECT OrderNumber FROM consumption WHERE CardID = 'card003' LIMIT 1+1",
+                "SELECT OrderNumber FROM consumption WHERE CardID = 'card003' LIMIT 3 "
+                "OFFSET 1+0",
+                "SELECT OrderNumber FROM consumption WHERE CardID = 'card003' OFFSET 2"]:
+        assert db.sql("EXPLAIN " + sql).rows[-1][0] != "(no duckdb)", sql
+        for _ in range(2):
+            assert db.sql(sql).rows == db.sql(sql, **DUCK).rows, sql
+    assert len(db.sql("SELECT OrderNumber FROM consumption WHERE CardID = 'card003' "
+                      "LIMIT 1+1").rows) == 2
+
+
 def test_the_direct_paths_do_not_run_duckdb(loaded, monkeypatch) -> None:
     from widetable.sql import duck
     db, _ = loaded

@@ -130,13 +130,14 @@ def test_projection_is_the_key_and_the_newest_values(pk: tuple, columns: dict, d
                       st.just([]))
     names = list(dict.fromkeys(names + data.draw(st.lists(column_names, max_size=3))))
     blobs = [encode_versions(pk, columns), encode_latest(pk, {}, 1)]
-    got = Projection(names).rows(blobs)
+    projection = Projection(names)
     latest = unpack(blobs[0])[2]
     want = [tuple(pk) + tuple(latest.get(n) for n in names), tuple(pk) + (None,) * len(names)]
-    assert len(got) == 2 and all(type(g) is tuple for g in got)
-    for g, w in zip(got, want):
-        assert len(g) == len(w) and all(same_value(a, b) or (a is b is None)
-                                        for a, b in zip(g, w))
+    for got in (projection.rows(blobs), [projection.row(b) for b in blobs]):
+        assert len(got) == 2 and all(type(g) is tuple for g in got)
+        for g, w in zip(got, want):
+            assert len(g) == len(w) and all(same_value(a, b) or (a is b is None)
+                                            for a, b in zip(g, w))
 
 
 def test_rows_with_a_stamp_per_column_still_decode() -> None:

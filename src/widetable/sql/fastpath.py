@@ -87,6 +87,17 @@ class Shaper:
                 self._check([out], lambda k: pk)
         return out
 
+    def one(self, blob: bytes) -> tuple:
+        """The output row of one stored row as it is (``stored_row``'s blob), on a table
+        whose plain reads return it unchanged (no TTL)."""
+        out = self.projection.row(blob)
+        if self.pick is not None:
+            out = self.pick(out)
+        for get, allowed in self.groups:
+            if not allowed.issuperset(map(type, get(out))):
+                self._check([out], lambda k: _unpack(blob)[1])
+        return out
+
     def page(self, rows: list) -> list[tuple]:
         """The output rows of a page of rows whose items 1 and 2 are the pk and cells
         (``scan.rows``: a decoded stored row as it is)."""
@@ -187,13 +198,11 @@ class PointPath:
             blob = table.stored_row(pk)
             if blob is None:
                 return SQLResult(self.columns, [], stats={self.name: 0})
-            cells = _unpack(blob)[2]
-        else:
-            row = table.get_row(pk)
-            if row is None:
-                return SQLResult(self.columns, [], stats={self.name: 0})
-            cells = row.columns
-        return SQLResult(self.columns, [self.shape(pk, cells)], stats={self.name: 1})
+            return SQLResult(self.columns, [self.shape.one(blob)], stats={self.name: 1})
+        row = table.get_row(pk)  # TTL applies
+        if row is None:
+            return SQLResult(self.columns, [], stats={self.name: 0})
+        return SQLResult(self.columns, [self.shape(pk, row.columns)], stats={self.name: 1})
 
 
 class KeyPath:

@@ -337,6 +337,8 @@ def _mark_point(tree: exp.Expression, plan: QueryPlan) -> None:
     if _aggregates(tree):
         _mark_count(tree, plan)
         return
+    if (tree.args.get("limit") or tree.args.get("offset")) and spec.limit is None:
+        return  # a LIMIT or OFFSET that is not a literal or ?: DuckDB's to apply
     out = []
     for e in tree.expressions:
         col = e.this if isinstance(e, exp.Alias) else e

@@ -65,6 +65,11 @@ class Projection:
         astuple = msgspec.structs.astuple
         return [r.pk + astuple(r.latest) for r in map(self._decode, blobs)]
 
+    def row(self, blob: bytes) -> tuple:
+        """The ``pk + values`` tuple of one blob."""
+        r = self._decode(blob)
+        return r.pk + msgspec.structs.astuple(r.latest)
+
 
 def encode_latest(pk: tuple | list, latest: dict, stamps: dict | int) -> bytes:
     """Encode a row whose columns hold one version each (``stamps`` may be one shared int)."""
