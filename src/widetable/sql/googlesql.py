@@ -153,7 +153,7 @@ class GoogleSQL:
         def families_of(table: str) -> dict:
             fingerprints[table] = self._fingerprint(table)
             return fingerprints[table][1]
-        key = (query, json.dumps(types, sort_keys=True))
+        key = (query, tuple(sorted(types.items())))  # types are strings and tuples
         with self._lock:
             hit = self._plans.get(key)
         if hit is not None:
@@ -190,6 +190,11 @@ class GoogleSQL:
             running.close()
         return [(name, of_arrow(f.type, name or f"#{i + 1}"))
                 for i, (name, f) in enumerate(zip(parsed.names, schema))]
+
+    def knows(self, query: str) -> bool:
+        """Whether a plan of ``query`` is cached (preparing it again is quick)."""
+        with self._lock:
+            return any(k[0] == query for k in self._plans)
 
     def from_token(self, token: bytes) -> PreparedQuery:
         """The prepared query ``token()`` made; ParameterInvalid if it is not one."""
