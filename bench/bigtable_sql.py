@@ -25,7 +25,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from .bigtable_grpc import INSTANCE, ROWS, TABLE, _data_client, load, start_widetable, timed
+from . import bigtable_grpc
+from .bigtable_grpc import INSTANCE, TABLE, _data_client, load, start_widetable, timed
 
 
 def figures(host: str, seconds: float, pid: int | None) -> dict:
@@ -38,9 +39,11 @@ def figures(host: str, seconds: float, pid: int | None) -> dict:
 
     client = _data_client(host)
     t = client.get_table(INSTANCE, TABLE)
+    rows_ = bigtable_grpc.ROWS
+    long = max(seconds, 3.0) if rows_ >= 10_000 else seconds
 
     def key(r) -> bytes:
-        return b"user%06d" % r.randrange(ROWS)
+        return b"user%06d" % r.randrange(rows_)
 
     def sql_point(r):
         rows = list(client.execute_query(
@@ -49,38 +52,39 @@ def figures(host: str, seconds: float, pid: int | None) -> dict:
         assert len(rows) == 1
 
     def sql_range(r):
-        base = r.randrange(ROWS - 100)
+        base = r.randrange(rows_ - 100)
         rows = list(client.execute_query(
             f"SELECT _key, cf['field0'] AS v FROM {TABLE} WHERE _key >= @lo AND _key < @hi",
             INSTANCE, parameters={"lo": b"user%06d" % base, "hi": b"user%06d" % (base + 100)}))
         assert len(rows) == 100
 
     def api_range(r):
-        base = r.randrange(ROWS - 100)
+        base = r.randrange(rows_ - 100)
         rows = t.read_rows(ReadRowsQuery(row_ranges=RowRange(b"user%06d" % base,
                                                              b"user%06d" % (base + 100))))
         assert len(rows) == 100
 
     def sql_count(r):
         (row,) = list(client.execute_query(f"SELECT COUNT(*) AS n FROM {TABLE}", INSTANCE))
-        assert row["n"] == ROWS
+        assert row["n"] == rows_
 
     count_filter = RowFilterChain([CellsRowLimitFilter(1), StripValueTransformerFilter(True)])
 
     def api_count(r):
-        assert len(t.read_rows(ReadRowsQuery(row_filter=count_filter))) == ROWS
+        assert len(t.read_rows(ReadRowsQuery(row_filter=count_filter))) == rows_
 
     out = {
         "point": (timed(sql_point, seconds, pid=pid), timed(lambda r: t.read_row(key(r)), seconds, pid=pid)),
         "range of 100": (timed(sql_range, seconds, pid=pid), timed(api_range, seconds, pid=pid)),
-        f"count of {ROWS:,}": (timed(sql_count, max(seconds, 3.0), pid=pid),
-                               timed(api_count, max(seconds, 3.0), pid=pid)),
+        f"count of {rows_:,}": (timed(sql_count, long, pid=pid), timed(api_count, long, pid=pid)),
     }
     client.close()
     return out
 
 
-def run(seconds: float) -> dict:
+def run(seconds: float, rows: int = bigtable_grpc.ROWS) -> dict:
+    """The figures (``rows``: the table's rows, at least 200)."""
+    bigtable_grpc.ROWS = max(rows, 200)  # its load() fills that many
     with tempfile.TemporaryDirectory(prefix="bench-btsql-") as tmp:
         peer, _ = start_widetable(Path(tmp))
         try:
@@ -105,9 +109,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bigtable_sql", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per figure")
+    parser.add_argument("--rows", type=int, default=10_000, help="rows of the table (min 200)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    report = run(args.seconds)
+    report = run(args.seconds, args.rows)
     print_report(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
