@@ -156,9 +156,8 @@ class GoogleSQL:
         key = (query, tuple(sorted(types.items())))  # types are strings and tuples
         with self._lock:
             hit = self._plans.get(key)
-        if hit is not None:
-            if (known or self._fingerprint(hit.parsed.table)[0]) == hit.fingerprint:
-                return hit
+        if hit is not None and (known or self._fingerprint(hit.parsed.table)[0]) == hit.fingerprint:
+            return hit
         parsed = parse_query(query, families_of)
         missing = [p for p in parsed.params if p not in types]
         if missing:
@@ -216,7 +215,7 @@ class GoogleSQL:
         streams. ConditionCheckFail (FAILED_PRECONDITION) if the query expired."""
         if time.time() > prepared.valid_until:
             raise ConditionCheckFail(f"{EXPIRED}: it was valid until "
-                                     f"{dt.datetime.fromtimestamp(prepared.valid_until, dt.timezone.utc)}; prepare it again")
+                                     f"{dt.datetime.fromtimestamp(prepared.valid_until, dt.UTC)}; prepare it again")
         fingerprint, _ = self._fingerprint(prepared.table)
         if fingerprint != prepared.fingerprint:
             raise ConditionCheckFail(f"{EXPIRED}: the column families of table "

@@ -25,6 +25,7 @@ from ...wire.bigtable.query import (
 )
 from .service import Registry, instance_name
 
+
 class QueryService:
     """The SQL handlers over ``bt`` (a BigtableInstance; its ``sql`` runs the queries)."""
 
