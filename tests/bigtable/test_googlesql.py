@@ -220,3 +220,36 @@ def test_rows_without_the_families_read_are_not_rows_of_the_answer(bt) -> None:
     assert [r[0] for r in q(bt, "SELECT _key, cf FROM t").rows] == [b"r1", b"r2", b"r3"]
     assert q(bt, "SELECT COUNT(*) FROM t").rows == [(4,)]
     assert len(q(bt, "SELECT _key FROM t").rows) == 4
+
+
+def test_more_of_the_language(bt) -> None:
+    r = q(bt, "-- a comment first\n/* and another */ SELECT SUBSTR(CAST(_key AS STRING), 1, 1) AS p, "
+              "COUNT(DISTINCT cf['q']) AS d FROM t GROUP BY p HAVING COUNT(*) > 1 ;")
+    assert r.rows == [("r", 3)]
+    assert q(bt, "select _key from t order by _key desc limit @n", {"n": 2}).rows == [(b"s1",), (b"r3",)]
+    r = q(bt, "SELECT _key, IF(cf['q'] IS NULL, 'none', 'some') AS has, COALESCE(cf['q'], b'-') AS v "
+              "FROM t WHERE cf['q'] IN ('v1', 'v2') OR _key = 's1' ORDER BY _key")
+    assert r.rows == [(b"r1", "some", b"v1"), (b"r2", "some", b"v2")]  # s1 has no cf cell
+    r = q(bt, "SELECT _key, MAP_CONTAINS_KEY(`x-y`, 'a') AS has FROM t WHERE _key >= 'r2' ORDER BY _key")
+    assert r.rows == [(b"r2", True), (b"s1", True)]
+    r = q(bt, "SELECT _key AS k, _key FROM t WHERE _key = 'r1'")
+    assert r.column_names == ["k", "_key"] and r.rows == [(b"r1", b"r1")]
+
+
+@pytest.mark.parametrize("sql, direct", [
+    ("SELECT _key, cf['q'] AS q, n FROM t WHERE _key = @k", True),
+    ("SELECT * FROM t WHERE STARTS_WITH(_key, 'r') ORDER BY _key DESC LIMIT 2 OFFSET @k2", True),
+    ("SELECT _key FROM t WHERE _key LIKE 'r%'", True),
+    ("SELECT _key FROM t WHERE _key LIKE 'r_'", False),  # a range wider than the rows kept
+    ("SELECT _key FROM t WHERE cf['q'] = 'v1'", False),
+    ("SELECT COUNT(*) FROM t", False),
+    ("SELECT CAST(_key AS STRING) FROM t", False),
+    ("SELECT _key FROM t ORDER BY cf['q']", False),
+    ("SELECT cf FROM t(with_history => TRUE)", False),
+])
+def test_the_direct_path_takes_plain_key_reads(bt, sql, direct) -> None:
+    types = {"k": "BYTES", "k2": "INT64"}
+    prepared = bt.prepare_query(sql, {p: types[p] for p in types if f"@{p}" in sql})
+    params = {p: v for p, v in (("k", b"r1"), ("k2", 1)) if f"@{p}" in sql}
+    assert bt.sql.explain(prepared, params)["path"] == ("direct" if direct else "duckdb")
+    assert bt.sql.execute(prepared, params).rows == bt.sql.execute(prepared, params, direct=False).rows

@@ -1,6 +1,7 @@
 """hypothesis: random cells in a table with a bytes family and an int64 sum family, and a
 set of GoogleSQL query templates with random parameters; each answer of
-``db.bigtable.execute_query`` must equal a plain-Python evaluation over the same cells.
+``db.bigtable.execute_query`` must equal a plain-Python evaluation over the same cells,
+through DuckDB and through the direct path (``gsql_direct``) where a template takes it.
 
 The reference follows Bigtable's SQL model: a family column maps each qualifier to its
 newest value (the sum family to its total); ``with_history`` lists every version newest
@@ -15,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from widetable.bigtable import AddToCell, FamilySpec, SetCell
+from widetable.sql.googlesql import infer_type
 
 KEYS = [b"\x00", b"a", b"a\x00", b"ab", b"abc", b"b", b"b\xff", b"c", b"\xff"]
 keys = st.sampled_from(KEYS)
@@ -26,7 +28,8 @@ cells = st.lists(st.one_of(cf_cell, n_cell), max_size=25)
 params = st.fixed_dictionaries({
     "lo": st.sampled_from(KEYS + [b"", b"aa"]), "hi": st.sampled_from(KEYS + [b"zz"]),
     "p": st.sampled_from([b"a", b"ab", b"b", b"\xff", b"q"]),
-    "v": st.integers(-6, 6), "k1": keys, "k2": keys, "val": st.binary(max_size=2)})
+    "v": st.integers(-6, 6), "k1": keys, "k2": keys, "val": st.binary(max_size=2),
+    "lim": st.integers(0, 4)})
 
 _counter = itertools.count()
 
@@ -53,6 +56,9 @@ class Model:
     def latest(row, family: str, qual: bytes):
         col = row.get(family, {}).get(qual)
         return None if not col else col[max(col)]
+
+    def family(self, row, family: str) -> list:
+        return [(q, col[max(col)]) for q, col in sorted(row.get(family, {}).items()) if col]
 
     def history(self, row) -> list:
         return [(q, [v for _, v in sorted(col.items(), reverse=True)])
@@ -84,6 +90,12 @@ TEMPLATES = [
     ("SELECT SUM(n['x']) AS s, MAX(cf['b']) AS b FROM {t} WHERE _key LIKE @pat", ("pat",),
      lambda m, p: [_sum_max([(m.latest(r, "n", b"x"), m.latest(r, "cf", b"b"))
                              for k, r in m.visible(("cf", "n")) if k.startswith(p["p"])])]),
+    ("SELECT _key, cf, n FROM {t} WHERE _key IN (@k1, @k2) OR _key > @hi "
+     "ORDER BY _key DESC LIMIT @lim OFFSET 1", ("k1", "k2", "hi", "lim"),
+     lambda m, p: [(k, m.family(r, "cf"), m.family(r, "n")) for k, r in reversed(list(m.visible(("cf", "n"))))
+                   if k in (p["k1"], p["k2"]) or k > p["hi"]][1:1 + p["lim"]]),
+    ("SELECT n['y'] AS y, _key FROM {t} WHERE _key LIKE 'a%' LIMIT 2", (),
+     lambda m, p: [(m.latest(r, "n", b"y"), k) for k, r in m.visible(("n",)) if k.startswith(b"a")][:2]),
     ("SELECT _key FROM {t} WHERE cf['a'] = @val OR _key = @k1 ORDER BY _key DESC LIMIT 3",
      ("val", "k1"),
      lambda m, p: [(k,) for k, r in reversed(list(m.visible(("cf",))))
@@ -116,9 +128,13 @@ def test_queries_agree_with_the_reference(db, writes, p) -> None:
         model = Model(writes)
         values = dict(p, pat=p["p"] + b"%")
         for sql, used, expect in TEMPLATES:
-            got = bt.execute_query(sql.format(t=name), {k: values[k] for k in used}).rows
-            if "with_history" in sql:
-                got = [(k, _history_of(h)) for k, h in got]
-            assert got == expect(model, p), sql
+            args = {k: values[k] for k in used}
+            prepared = bt.prepare_query(sql.format(t=name), {k: infer_type(k, v) for k, v in args.items()})
+            want = expect(model, p)
+            for direct in (True, False):  # the direct path (where it applies) and DuckDB agree
+                got = bt.sql.execute(prepared, args, direct=direct).rows
+                if "with_history" in sql:
+                    got = [(k, _history_of(h)) for k, h in got]
+                assert got == want, (sql, direct)
     finally:
         bt.delete_table(name)

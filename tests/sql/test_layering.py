@@ -14,9 +14,11 @@ def test_only_the_adapter_imports_duckdb() -> None:
 def test_pyarrow_only_where_batches_are_built() -> None:
     users = {f for f in offenders("", "pyarrow") if not f.startswith("cli/")}
     # client/sql.py: to_arrow() of a remote answer, imported when called; gsql_scan.py
-    # builds a Bigtable table's batches, gsql_types.py maps GoogleSQL types to Arrow's
+    # builds a Bigtable table's batches, gsql_direct.py answers from them, gsql_types.py
+    # maps GoogleSQL types to Arrow's
     assert users == {"sql/scan.py", "sql/result.py", "sql/duck.py", "sql/interchange.py",
-                     "client/sql.py", "sql/gsql_scan.py", "sql/gsql_types.py"}
+                     "client/sql.py", "sql/gsql_scan.py", "sql/gsql_direct.py",
+                     "sql/gsql_types.py"}
 
 
 def test_planning_reads_no_rows() -> None:

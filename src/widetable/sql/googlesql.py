@@ -27,11 +27,13 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import ConditionCheckFail, ParameterInvalid
+from .gsql_direct import Shape, answer, count_of, shape_of
 from .gsql_keys import key_row_set
-from .gsql_plan import MACROS, SOURCE, Parsed, bind, parse_query
+from .gsql_plan import MACROS, SOURCE, Parsed, bind, parse_query, template
 from .gsql_scan import ScanSpec, batches
 from .gsql_types import (
     Typed,
@@ -68,6 +70,17 @@ class PreparedQuery:
                           separators=(",", ":")).encode()
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """A checked statement with its answer's columns, its table's fingerprint, and its
+    DuckDB SQL with ``$name`` parameters (None: bound per call)."""
+    parsed: Parsed
+    columns: list
+    fingerprint: str
+    sql: str | None
+    shape: Shape | None  # answered without DuckDB (gsql_direct), or None
+
+
 class GoogleSQLResult(SQLResult):
     """An answer: ``columns`` [(name, type name)], ``types`` (GoogleSQL types), rows,
     ``to_arrow()``, ``stats`` (rows read per table)."""
@@ -90,8 +103,10 @@ def infer_type(name: str, value: object) -> object:
 class GoogleSQL:
     """GoogleSQL over the Bigtable tables of ``bt`` (a BigtableInstance). Thread-safe."""
 
-    def __init__(self, bt) -> None:
+    def __init__(self, bt, direct: bool = True) -> None:
+        """``direct``: answer the queries ``gsql_direct`` can without DuckDB."""
         self._bt = bt
+        self.direct = direct
         self._lock = threading.Lock()
         self._duck = None
         self._plans: OrderedDict = OrderedDict()
@@ -126,11 +141,13 @@ class GoogleSQL:
         ``@name`` it uses. ParameterInvalid (INVALID_ARGUMENT) naming what is wrong,
         ObjectNotExist (NOT_FOUND) for an unknown table."""
         types = {str(k): check_type(v, f"parameter @{k}") for k, v in (param_types or {}).items()}
-        parsed, columns, fingerprint = self._planned(query, types)
-        return PreparedQuery(query, types, tuple(columns), parsed.table, fingerprint,
-                             time.time() + PREPARED_TTL)
+        plan = self._planned(query, types)
+        return PreparedQuery(query, types, tuple(plan.columns), plan.parsed.table,
+                             plan.fingerprint, time.time() + PREPARED_TTL)
 
-    def _planned(self, query: str, types: dict) -> tuple[Parsed, list, str]:
+    def _planned(self, query: str, types: dict, known: str | None = None) -> _Plan:
+        """The plan of ``query`` (cached; ``known``: the table's fingerprint if the
+        caller just read it)."""
         fingerprints: dict[str, tuple[str, dict]] = {}
 
         def families_of(table: str) -> dict:
@@ -140,27 +157,33 @@ class GoogleSQL:
         with self._lock:
             hit = self._plans.get(key)
         if hit is not None:
-            parsed, columns, fingerprint = hit
-            if self._fingerprint(parsed.table)[0] == fingerprint:
+            if (known or self._fingerprint(hit.parsed.table)[0]) == hit.fingerprint:
                 return hit
         parsed = parse_query(query, families_of)
         missing = [p for p in parsed.params if p not in types]
         if missing:
             raise ParameterInvalid(f"query parameter @{missing[0]} has no type: declare it in "
                                    "param_types")
-        fingerprint = fingerprints[parsed.table][0]
-        columns = self._answer_types(parsed, {p: (None, types[p]) for p in parsed.params})
+        used = {p: types[p] for p in parsed.params}
+        sql = template(parsed, used)
+        columns = self._answer_types(parsed, sql, used)
+        shape = shape_of(parsed.tree, {f for f, _ in parsed.families}, parsed.literals,
+                         parsed.history, used)
+        plan = _Plan(parsed, columns, fingerprints[parsed.table][0], sql, shape)
         with self._lock:
-            self._plans[key] = (parsed, columns, fingerprint)
+            self._plans[key] = plan
             while len(self._plans) > PLAN_CACHE:
                 self._plans.popitem(last=False)
-        return parsed, columns, fingerprint
+        return plan
 
-    def _answer_types(self, parsed: Parsed, params: dict) -> list:
+    def _answer_types(self, parsed: Parsed, sql: str | None, types: dict) -> list:
         spec = _spec(parsed)
-        sql = bind(parsed, params)
+        nulls = {p: (None, t) for p, t in types.items()}
+        if sql is None:
+            sql, nulls = bind(parsed, nulls), {}
         budget = _budget(None)
-        running = self._duckdb().run(sql, [], [(SOURCE, spec.schema(), iter(()))], budget)
+        running = self._duckdb().run(sql, {p: None for p in nulls} or [],  # type: ignore[arg-type]
+                                     [(SOURCE, spec.schema(), iter(()))], budget)
         try:
             schema = running.reader.schema
         finally:
@@ -182,7 +205,7 @@ class GoogleSQL:
     # -- execute ---------------------------------------------------------------------------
 
     def execute(self, prepared: PreparedQuery, params: dict | None = None,
-                timeout: float | None = None) -> GoogleSQLResult:
+                timeout: float | None = None, direct: bool | None = None) -> GoogleSQLResult:
         """Run a prepared query with ``params`` {name: value} (values of the declared
         types; a ``Typed`` value's type must be the declared one). The answer
         streams. ConditionCheckFail (FAILED_PRECONDITION) if the query expired."""
@@ -194,9 +217,9 @@ class GoogleSQL:
             raise ConditionCheckFail(f"{EXPIRED}: the column families of table "
                                      f"{prepared.table!r} changed since it was prepared; "
                                      "prepare it again")
-        parsed, columns, _ = self._planned(prepared.query, prepared.param_types)
-        bound = _bind_params(parsed, prepared.param_types, params or {})
-        return self._run(parsed, columns, bound, timeout)
+        plan = self._planned(prepared.query, prepared.param_types, fingerprint)
+        bound = _bind_params(plan.parsed, prepared.param_types, params or {})
+        return self._run(plan, bound, timeout, self.direct if direct is None else direct)
 
     def execute_query(self, query: str, params: dict | None = None,
                       param_types: dict | None = None, timeout: float | None = None
@@ -213,28 +236,58 @@ class GoogleSQL:
     def explain(self, prepared: PreparedQuery, params: dict | None = None) -> dict:
         """What an execution would read and run: the row set (None: the whole table),
         the families read, and DuckDB's SQL."""
-        parsed, _, _ = self._planned(prepared.query, prepared.param_types)
+        parsed = self._planned(prepared.query, prepared.param_types).parsed
         bound = _bind_params(parsed, prepared.param_types, params or {})
+        plan = self._planned(prepared.query, prepared.param_types)
         return {"table": parsed.table, "row_set": key_row_set(parsed.tree.args.get("where"),
                                                                parsed.literals, bound),
-                "families": [f for f, _ in parsed.families], "duckdb": bind(parsed, bound)}
+                "families": [f for f, _ in parsed.families],
+                "path": "direct" if self.direct and plan.shape is not None else "duckdb",
+                "duckdb": bind(parsed, bound)}
 
-    def _run(self, parsed: Parsed, columns: list, bound: dict, timeout: float | None
+    def _run(self, plan: _Plan, bound: dict, timeout: float | None, direct: bool
              ) -> GoogleSQLResult:
+        parsed, columns = plan.parsed, plan.columns
         row_set = key_row_set(parsed.tree.args.get("where"), parsed.literals, bound)
         spec = _spec(parsed)
-        sql = bind(parsed, bound)
+        if direct and plan.shape is not None:
+            return self._direct(plan, row_set, spec, bound, timeout)
+        if plan.sql is not None:
+            sql, values = plan.sql, {p: bound[p][0] for p in parsed.params}
+        else:
+            sql, values = bind(parsed, bound), {}
         budget = _budget(timeout)
         table = self._bt.table(parsed.table)
         if row_set is not None and not row_set.ranges:
             source = iter(())  # the WHERE's _key predicates select nothing
         else:
             source = batches(table, row_set, spec, budget, parsed.table)
-        running = self._duckdb().run(sql, [], [(SOURCE, spec.schema(), source)], budget)
+        running = self._duckdb().run(sql, values or [],  # type: ignore[arg-type]
+                                     [(SOURCE, spec.schema(), source)], budget)
         schema = answer_schema(columns)
         return GoogleSQLResult([t for _, t in columns],
                                columns=[(n, type_name(t)) for n, t in columns], stream=running,
                                schema=schema, stats=budget.rows_read, closer=running.close)
+
+
+    def _direct(self, plan: _Plan, row_set, spec: ScanSpec, bound: dict,
+                timeout: float | None) -> GoogleSQLResult:
+        """The answer from the scan alone (``gsql_direct``)."""
+        shape, parsed = plan.shape, plan.parsed
+        offset = count_of(shape.offset, bound) or 0  # type: ignore[union-attr]
+        limit = count_of(shape.limit, bound)  # type: ignore[union-attr]
+        budget = _budget(timeout)
+        schema = answer_schema(plan.columns)
+        if (row_set is not None and not row_set.ranges) or limit == 0:
+            stream: Iterator = iter(())
+        else:
+            scan = batches(self._bt.table(parsed.table), row_set, spec, budget, parsed.table,
+                           shape.reverse, 0 if limit is None else offset + limit)  # type: ignore[union-attr]
+            stream = answer(scan, shape, spec.schema().names, schema, offset, limit)  # type: ignore[arg-type]
+        return GoogleSQLResult([t for _, t in plan.columns],
+                               columns=[(n, type_name(t)) for n, t in plan.columns],
+                               stream=stream, schema=schema, stats=budget.rows_read,
+                               closer=budget.stop.set)
 
 
 def _spec(parsed: Parsed) -> ScanSpec:

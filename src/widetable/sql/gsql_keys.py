@@ -158,4 +158,44 @@ def unite(ranges: Ranges) -> Ranges:
     return out
 
 
-__all__ = ["intersect", "key_row_set", "prefix_range", "unite"]
+
+
+def exact(node: exp.Expression, literals, types: dict) -> bool:
+    """Whether the row ranges of ``node`` are exactly the rows it keeps, whatever the
+    parameters' values (``types``: the declared parameter types): only ``_key``
+    predicates with constant BYTES values, under AND and OR."""
+    if isinstance(node, exp.Paren):
+        return exact(node.this, literals, types)
+    if isinstance(node, (exp.And, exp.Or)):
+        return exact(node.this, literals, types) and exact(node.expression, literals, types)
+
+    def constant(e: exp.Expression) -> bool:
+        while isinstance(e, exp.Paren):
+            e = e.this
+        if isinstance(e, exp.Null):
+            return True
+        if not isinstance(e, exp.Parameter):
+            return False
+        return e.name.startswith(PLACEHOLDER) or types.get(e.name) == "BYTES"
+    if isinstance(node, (exp.EQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
+        a, b = node.this, node.expression
+        return (_is_key(a) and constant(b)) or (_is_key(b) and constant(a))
+    if isinstance(node, exp.In):
+        return _is_key(node.this) and not node.args.get("query") and all(
+            constant(e) for e in node.expressions)
+    if isinstance(node, exp.Between):
+        return _is_key(node.this) and constant(node.args["low"]) and constant(node.args["high"])
+    if isinstance(node, exp.StartsWith):
+        return _is_key(node.this) and constant(node.expression)
+    if isinstance(node, exp.Like) and _is_key(node.this):
+        p = node.expression
+        if not (isinstance(p, exp.Parameter) and p.name.startswith(PLACEHOLDER)):
+            return False
+        v = literals[int(p.name[len(PLACEHOLDER):])]
+        raw = v.encode("utf-8") if isinstance(v, str) else v
+        body = raw[:-1] if raw.endswith(b"%") else raw
+        return not any(b in (0x25, 0x5F, 0x5C) for b in body)
+    return False
+
+
+__all__ = ["exact", "intersect", "key_row_set", "prefix_range", "unite"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -39,6 +40,7 @@ from .gsql_text import PLACEHOLDER, extract_literals
 from .gsql_types import KEY, duck_type, family_type, type_name
 
 SOURCE = "__wt_bigtable"
+_LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*|#[^\n]*|/\*.*?\*/)*", re.S)
 OPTIONS = ("with_history", "latest_n")
 _CASTS = {exp.DataType.Type.TEXT: "STRING", exp.DataType.Type.VARCHAR: "STRING",
           exp.DataType.Type.VARBINARY: "BYTES", exp.DataType.Type.BINARY: "BYTES",
@@ -86,10 +88,12 @@ def parse_query(text: str, families_of) -> Parsed:
     if not isinstance(text, str) or not text.strip():
         raise ParameterInvalid("the query is empty")
     clean, literals = extract_literals(text)
-    first = clean.split(None, 1)[0].upper() if clean.split() else ""
-    if first not in ("SELECT", "(", "WITH") and not first.startswith("("):
-        raise ParameterInvalid(f"Syntax error: Unexpected {clean.split(None, 1)[0][:40]!r} "
-                               "at 1:1: a query starts with SELECT")
+    words = _LEADING_COMMENTS.sub("", clean).split(None, 1)
+    if not words:
+        raise ParameterInvalid("the query is empty")
+    if words[0].upper() not in ("SELECT", "WITH") and not words[0].startswith("("):
+        raise ParameterInvalid(f"Syntax error: Unexpected {words[0][:40]!r}: a query "
+                               "starts with SELECT")
     try:
         trees = [t for t in sqlglot.parse(clean, read="bigquery") if t is not None]
     except (ParseError, TokenError) as exc:
@@ -214,8 +218,26 @@ def _check_names(tree: exp.Select, table: str, alias: str | None, families: dict
 
 # -- binding -----------------------------------------------------------------------------
 
+class _NeedsValues(Exception):
+    """The rewrite needs a parameter's value (LIKE on BYTES with a parameter pattern)."""
+
+
+def template(parsed: Parsed, types: dict[str, object]) -> str | None:
+    """The DuckDB SQL of ``parsed`` with each parameter a typed ``$name`` (run with the
+    values as DuckDB's named parameters: made once per plan), or None when the rewrite
+    needs the values themselves (then ``bind`` per call)."""
+    try:
+        return _generate(parsed, {n: (None, t) for n, t in types.items()}, placeholders=True)
+    except _NeedsValues:
+        return None
+
+
 def bind(parsed: Parsed, params: dict[str, tuple[object, object]]) -> str:
-    """The DuckDB SQL of ``parsed`` with ``params`` (name -> (value, type)) bound."""
+    """The DuckDB SQL of ``parsed`` with ``params`` (name -> (value, type)) inlined."""
+    return _generate(parsed, params, placeholders=False)
+
+
+def _generate(parsed: Parsed, params: dict, placeholders: bool) -> str:
     tree = parsed.tree.copy()
     types = dict(_family_types(parsed))
     for node in list(tree.find_all(exp.Parameter)):
@@ -225,7 +247,8 @@ def bind(parsed: Parsed, params: dict[str, tuple[object, object]]) -> str:
             node.replace(_bytes_node(value) if isinstance(value, bytes) else exp.Literal.string(value))
         else:
             value, t = params[name]
-            typed = _value_node(value, t)
+            typed = exp.Cast(this=node.copy(), to=exp.DataType.build(duck_type(t), dialect="duckdb")) \
+                if placeholders else _value_node(value, t)
             typed.meta["param"] = name
             node.replace(typed)
     tree = _rewrite(tree, types)
@@ -374,7 +397,11 @@ def _bytes_like(node: exp.Like, types: dict) -> exp.Expression:
         raw = bytes.fromhex(pattern.expressions[0].this)
     elif isinstance(pattern, exp.Cast) and isinstance(pattern.this, exp.Null):
         return exp.Cast(this=exp.null(), to=exp.DataType.build("BOOLEAN"))
+    elif isinstance(pattern, exp.Cast) and isinstance(pattern.this, exp.Parameter) \
+            and _CASTS.get(pattern.to.this) == "BYTES":
+        raise _NeedsValues(pattern.this.name)
     else:
+        _coerce(pattern, node.this, types, "LIKE")
         raise ParameterInvalid("LIKE on BYTES needs a constant pattern, got "
                                f"{pattern.sql('bigquery')}")
     regex, escaped = [], False
@@ -392,4 +419,4 @@ def _bytes_like(node: exp.Like, types: dict) -> exp.Expression:
         exp.Anonymous(this="hex", expressions=[node.this]), exp.Literal.string("".join(regex))])
 
 
-__all__ = ["MACROS", "SOURCE", "Parsed", "bind", "parse_query", "type_of"]
+__all__ = ["MACROS", "SOURCE", "Parsed", "bind", "parse_query", "template", "type_of"]

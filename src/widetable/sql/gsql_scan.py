@@ -56,12 +56,13 @@ def _re2_literal(name: str) -> str:
     return name.replace(".", "\\.").replace("-", "\\-")
 
 
-def batches(table, rows: RowSet | None, spec: ScanSpec, budget: Budget, label: str
-            ) -> Iterator[pa.RecordBatch]:
+def batches(table, rows: RowSet | None, spec: ScanSpec, budget: Budget, label: str,
+            reverse: bool = False, limit: int = 0) -> Iterator[pa.RecordBatch]:
     """The rows of ``rows`` (None: the whole table) as record batches of ``spec.schema()``,
-    each page charged to ``budget`` under ``label``."""
+    in key order (``reverse``: descending), at most ``limit`` rows (0: all), each page
+    charged to ``budget`` under ``label``."""
     schema = spec.schema()
-    source = table.read_rows(rows, spec.row_filter())
+    source = table.read_rows(rows, spec.row_filter(), limit=limit, reverse=reverse)
     page = FIRST_PAGE
     while not budget.stop.is_set():
         chunk = []

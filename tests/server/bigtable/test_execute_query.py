@@ -99,6 +99,11 @@ def test_a_large_answer_spans_several_batches(data_client, make_table):
     assert len(rows) == 24_000
     assert rows[0]["_key"] == b"k000000" and rows[-1]["_key"] == b"k023999"
     assert all(r["v"] == value for r in rows[::997])
+    big = bytes(range(256)) * (6 * 4096)  # 6 MiB: one batch over several messages
+    t.mutate_row(b"k000005", SetCell("cf", b"v", big, 2000))
+    (row,) = list(data_client.execute_query(
+        f"SELECT cf['v'] AS v FROM `{name}` WHERE _key = 'k000005'", INSTANCE))
+    assert row["v"] == big
 
 
 def _prepare(channel, query: str, **param_types):
