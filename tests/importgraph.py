@@ -14,8 +14,9 @@ def imports(path: Path) -> list[str]:
     """Every module ``path`` (a file of the package) imports, relative imports resolved;
     those under ``if TYPE_CHECKING:`` are left out (they never run). ``from a import b``
     gives both ``a`` and ``a.b`` (``b`` may be a module)."""
-    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    # the package a relative import starts from: the folder of the file, for a package's
+    # own __init__.py too (``a/b/__init__.py``'s ``from .c import x`` is ``a.b.c``)
+    package = ".".join(path.relative_to(PACKAGE.parent).parts[:-1])
     tree = ast.parse(path.read_text())
     skipped = set()
     for node in ast.walk(tree):

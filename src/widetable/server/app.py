@@ -12,8 +12,8 @@
 * ``tablestore/``: Tablestore's HTTP protocol (``http.py`` framing,
   ``service.py`` checks and signed answers, one module per API family).
 * ``native/``: widetable's own frames, reached by upgrading an HTTP connection.
-* ``bigtable/``: Bigtable's gRPC API on its own port (``bigtable_port``), grpc's
-  asyncio server on its own thread and event loop; it shares the worker pool.
+* ``bigtable/``: Bigtable's gRPC API on its own port (``bigtable_port``), served by
+  ``http2/`` (gRPC over HTTP/2) on its own thread and event loop; it shares the worker pool.
 
 Threads. ``serve_forever()`` runs the event loop (uvloop when it is installed,
 else asyncio's own) on the calling thread. Every connection's framing, checks,

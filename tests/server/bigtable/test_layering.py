@@ -31,3 +31,10 @@ def test_nothing_needs_the_official_client_or_protoc_at_run_time():
     bad = {f: n for f, n in offenders(".", "google.cloud", "grpc_tools").items()
            if f != "wire/bigtable/regenerate.py"}  # the development-time tool
     assert bad == {}
+
+
+def test_relative_imports_of_a_package_file_resolve_from_its_folder():
+    # server/bigtable/__init__.py's ``from ..http2 import`` is widetable.server.http2
+    names = imports(PACKAGE / "server" / "bigtable" / "__init__.py")
+    assert "widetable.server.http2" in names
+    assert not any(".__init__" in n or n.startswith("widetable.server.bigtable.http2") for n in names)

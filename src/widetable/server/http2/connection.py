@@ -72,7 +72,7 @@ class Connection(asyncio.Protocol):
         self.window = F.DEFAULT_WINDOW  # what we may still send on the connection
         self.peer_window = F.DEFAULT_WINDOW  # the peer's initial stream window
         self.peer_frame = F.DEFAULT_FRAME  # the largest frame the peer takes
-        self.recv_window = CONNECTION_WINDOW
+        self.recv_window = max(CONNECTION_WINDOW, F.DEFAULT_WINDOW)
         self.closed = False
         self.going_away = False  # we sent GOAWAY: no new streams
         self.peer_going_away = False
@@ -119,11 +119,13 @@ class Connection(asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         self.connections.add(self)
         transport.set_write_buffer_limits(high=WRITE_HIGH)
-        transport.write(F.settings({
+        hello = F.settings({
             F.MAX_CONCURRENT_STREAMS: MAX_STREAMS, F.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
             F.MAX_FRAME_SIZE: MAX_FRAME, F.MAX_HEADER_LIST_SIZE: MAX_HEADER_LIST,
             F.ENABLE_PUSH: 0})
-            + F.window_update(0, CONNECTION_WINDOW - F.DEFAULT_WINDOW))
+        if CONNECTION_WINDOW > F.DEFAULT_WINDOW:  # a WINDOW_UPDATE of 0 is a protocol error
+            hello += F.window_update(0, CONNECTION_WINDOW - F.DEFAULT_WINDOW)
+        transport.write(hello)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -224,7 +226,7 @@ class Connection(asyncio.Protocol):
             raise F.ConnectionError(F.FLOW_CONTROL_ERROR, "DATA beyond the connection window")
         if self.recv_window < CONNECTION_WINDOW // 2:
             self._out.append(F.window_update(0, CONNECTION_WINDOW - self.recv_window))
-            self.recv_window = CONNECTION_WINDOW
+            self.recv_window = max(CONNECTION_WINDOW, F.DEFAULT_WINDOW)
         data = self._unpad(flags, payload)
         s = self.streams.get(sid)
         if s is None:

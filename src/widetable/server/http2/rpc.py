@@ -32,8 +32,8 @@ from .headers import RESPONSE, grpc_status, http_status, literal, timeout_second
 
 log = logging.getLogger("widetable.server.http2")
 
-OK, CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNIMPLEMENTED, INTERNAL, \
-    UNAUTHENTICATED = 0, 1, 4, 8, 12, 13, 16
+OK, CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, \
+    UNAUTHENTICATED = 0, 1, 4, 8, 12, 13, 14, 16
 FLUSH_AT = 64 * 1024  # a streamed message this big is written at once, not with the rest
 _OK_TRAILERS = grpc_status(OK)
 _UNPULLED = object()  # the next message was not pulled yet
@@ -279,7 +279,7 @@ class GrpcConnection(Connection):
             self.pool.submit(run).add_done_callback(done)
         except RuntimeError:  # the pool has shut down
             self.jobs[0] -= 1
-            self._fail(s, 14, "the server is stopping")
+            self._fail(s, UNAVAILABLE, "the server is stopping")
 
     def _answer(self, s: Stream, call: Call, answer) -> None:
         if not call.method.streaming:  # type: ignore[union-attr]
