@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import sqlite3
 import tempfile
 import threading
@@ -277,6 +278,7 @@ def run(rows: int, ycsb_rows: int, rounds: int, seed: int, console: Console,
         return out
     finally:
         db.close()
+        shutil.rmtree(tmp, ignore_errors=True)  # the store, SQLite's file, the Parquet file
 
 
 def main(argv: list[str] | None = None) -> int:

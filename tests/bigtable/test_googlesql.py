@@ -106,9 +106,9 @@ def test_casts_and_bigtable_functions(bt) -> None:
     assert r.columns[2] == ("i", "INT64") and r.columns[5] == ("k", "ARRAY<BYTES>")
     assert q(bt, "SELECT SAFE_CAST(cf['q'] AS STRING) FROM t WHERE _key = 'r3'").rows == [(None,)]
     with pytest.raises(ParameterInvalid, match="bytes 0xFFFE are not valid UTF-8"):
-        q(bt, "SELECT CAST(cf['q'] AS STRING) FROM t WHERE _key = 'r3'").rows
+        _ = q(bt, "SELECT CAST(cf['q'] AS STRING) FROM t WHERE _key = 'r3'").rows
     with pytest.raises(ParameterInvalid, match="TO_INT64 needs the 8 bytes"):
-        q(bt, "SELECT TO_INT64(cf['q']) FROM t WHERE _key = 'r1'").rows
+        _ = q(bt, "SELECT TO_INT64(cf['q']) FROM t WHERE _key = 'r1'").rows
     assert q(bt, "SELECT _key FROM t WHERE cf['q'] LIKE b'\\xff%'").rows == [(b"r3",)]
     assert q(bt, "SELECT _key FROM t WHERE STARTS_WITH(cf['q'], 'v') ORDER BY _key").rows == [
         (b"r1",), (b"r2",)]
@@ -131,7 +131,7 @@ def test_with_history_and_latest_n(bt) -> None:
     assert r.columns == [("cf", "MAP<BYTES, ARRAY<STRUCT<timestamp TIMESTAMP, value BYTES>>>")]
     (history,), = r.rows
     as_dict = {k: [(v["timestamp"], v["value"]) for v in versions] for k, versions in history}
-    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     assert as_dict == {b"int": [(epoch + dt.timedelta(microseconds=1000), be(-7))],
                        b"q": [(epoch + dt.timedelta(microseconds=2000), b"v1"),
                               (epoch + dt.timedelta(microseconds=1000), b"old")]}
@@ -147,10 +147,10 @@ def test_parameters_of_every_type(bt) -> None:
     r = q(bt, "SELECT _key, @s AS s, @i + 1 AS i, @f AS f, @b AS b, @ts AS ts, @d AS d, "
               "@arr AS arr FROM t WHERE _key = @k",
           {"k": b"r2", "s": "x", "i": 41, "f": 0.5, "b": True,
-           "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc),
+           "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.UTC),
            "d": dt.date(2024, 5, 6), "arr": [1, None, 3]}, {"arr": ("ARRAY", "INT64")})
     assert r.rows == [(b"r2", "x", 42, 0.5, True,
-                       dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc),
+                       dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.UTC),
                        dt.date(2024, 5, 6), [1, None, 3])]
     assert [t for _, t in r.columns] == ["BYTES", "STRING", "INT64", "FLOAT64", "BOOL",
                                          "TIMESTAMP", "DATE", "ARRAY<INT64>"]

@@ -90,8 +90,8 @@ TEMPLATES = [
     ("SELECT SUM(n['x']) AS s, MAX(cf['b']) AS b FROM {t} WHERE _key LIKE @pat", ("pat",),
      lambda m, p: [_sum_max([(m.latest(r, "n", b"x"), m.latest(r, "cf", b"b"))
                              for k, r in m.visible(("cf", "n")) if k.startswith(p["p"])])]),
-    ("SELECT _key, cf, n FROM {t} WHERE _key IN (@k1, @k2) OR _key > @hi "
-     "ORDER BY _key DESC LIMIT @lim OFFSET 1", ("k1", "k2", "hi", "lim"),
+    (("SELECT _key, cf, n FROM {t} WHERE _key IN (@k1, @k2) OR _key > @hi "
+      "ORDER BY _key DESC LIMIT @lim OFFSET 1"), ("k1", "k2", "hi", "lim"),
      lambda m, p: [(k, m.family(r, "cf"), m.family(r, "n")) for k, r in reversed(list(m.visible(("cf", "n"))))
                    if k in (p["k1"], p["k2"]) or k > p["hi"]][1:1 + p["lim"]]),
     ("SELECT n['y'] AS y, _key FROM {t} WHERE _key LIKE 'a%' LIMIT 2", (),

@@ -543,3 +543,24 @@ def test_reads_during_modify_families_never_fail_oddly(bt, t) -> None:
             th.join()
     assert errors == []
     assert len(t.read_row(b"r007").cells) == 2
+
+
+def test_mutate_rows_a_failed_first_entry_of_a_row_leaves_its_stored_cells(t) -> None:
+    """The first entry of a row is applied to its freshly decoded cells in place; when it
+    fails after applying (over the row limit), a later entry of the same row starts from
+    the stored cells again, and the failure changes nothing."""
+    t.mutate_row(b"p", [SetCell("cf", b"a", 1000, b"old"), SetCell("b", b"q", 1000, b"kept")])
+    with pytest.warns(UserWarning, match="10 MB"):
+        statuses = t.mutate_rows([
+            (b"p", [DeleteFromColumn("cf", b"a"), SetCell("cf", b"big", 1000, b"x" * (100 * 2**20)),
+                    SetCell("cf", b"big", 2000, b"x" * (100 * 2**20)),
+                    SetCell("cf", b"big", 3000, b"x" * (100 * 2**20))]),
+            (b"p", [SetCell("cf", b"c", 1000, b"new")]),
+            (b"u", [SetCell("cf", b"big", 1000, b"x" * (100 * 2**20))] * 3),
+        ])
+    assert isinstance(statuses[0], ParameterInvalid) and "268435456" in statuses[0].message
+    assert statuses[1] is None
+    assert isinstance(statuses[2], ParameterInvalid)
+    assert t.read_row(b"p").cells == (Cell("b", b"q", 1000, b"kept"), Cell("cf", b"a", 1000, b"old"),
+                                      Cell("cf", b"c", 1000, b"new"))
+    assert t.read_row(b"u") is None

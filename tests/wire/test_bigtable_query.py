@@ -30,7 +30,7 @@ from widetable.wire.bigtable.query import (
     value_encoder,
 )
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 scalar_types = st.sampled_from(["BYTES", "STRING", "INT64", "FLOAT64", "BOOL", "TIMESTAMP", "DATE"])
 # (GoogleSQL has no arrays of arrays, and the client rejects them and arrays of maps)
 types = st.recursive(scalar_types, lambda inner: st.one_of(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Literal
 
 import msgspec
 
@@ -27,6 +28,9 @@ Columns = dict[bytes, list[tuple[int, bytes]]]
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder().decode
+# the grammar as a type: msgspec builds the (qualifier, versions) and (ts, value) tuples
+_decode_typed = msgspec.msgpack.Decoder(  # Literal[1]: BLOB_VERSION
+    tuple[Literal[1], list[tuple[bytes, list[tuple[int, bytes]]]]]).decode
 
 
 def now_micros() -> int:
@@ -36,18 +40,22 @@ def now_micros() -> int:
 
 def encode_columns(columns: Columns) -> bytes | None:
     """The blob of ``columns`` (None when no cell is left: the key is deleted)."""
-    out = [[q, [[ts, v] for ts, v in versions]] for q, versions in sorted(columns.items()) if versions]
-    return _encode([BLOB_VERSION, out]) if out else None
+    # tuples encode as MessagePack arrays, as lists do: the bytes of the grammar above
+    out = [item for item in sorted(columns.items()) if item[1]]
+    return _encode((BLOB_VERSION, out)) if out else None
 
 
 def decode_columns(blob: bytes | None) -> Columns:
     """The columns of a stored blob (empty for None)."""
     if blob is None:
         return {}
-    version, columns = _decode(blob)
-    if version != BLOB_VERSION:
-        raise ValueError(f"family blob of version {version}, not {BLOB_VERSION}")
-    return {q: [(ts, v) for ts, v in versions] for q, versions in columns}
+    try:
+        return dict(_decode_typed(blob)[1])
+    except msgspec.ValidationError as exc:  # not this layout: say which version it has
+        version = _decode(blob)[0]
+        if version != BLOB_VERSION:
+            raise ValueError(f"family blob of version {version}, not {BLOB_VERSION}") from None
+        raise ValueError(f"corrupt family blob: {exc}") from None
 
 
 def collect_garbage(columns: Columns, gc_expired: Callable | None, rule: object, now_micros: int) -> bool:

@@ -24,7 +24,14 @@ from ..keys import layout
 from ..table.schema import FamilySchema
 from .store import FamilyTable
 from .table import BigtableTable
-from .types import MAX_FAMILIES, MAX_ROW_KEY, FamilySpec, TableInfo, check_family_name, check_family_spec
+from .types import (
+    MAX_FAMILIES,
+    MAX_ROW_KEY,
+    FamilySpec,
+    TableInfo,
+    check_family_name,
+    check_family_spec,
+)
 
 if TYPE_CHECKING:
     from ..context import StoreContext

@@ -15,6 +15,7 @@ from ..errors import ObjectNotExist, ParameterInvalid
 from ..table.schema import FamilySchema
 from . import cells as C
 from .types import (
+    MAX_QUALIFIER,
     MAX_ROW,
     MUTATION_TYPES,
     SERVER_TIME,
@@ -70,6 +71,14 @@ def check_mutations(families: dict[str, FamilySchema], mutations: object, table:
         raise ParameterInvalid(f"{len(mutations)} mutations in one row, over {MAX_MUTATIONS}")
     total = 0
     for m in mutations:
+        if type(m) is SetCell:  # the common case first, with the checks of the SetCell branch
+            family = families.get(m.family) if type(m.family) is str else None
+            if family is not None and family.aggregate is None and type(m.qualifier) is bytes \
+                    and len(m.qualifier) <= MAX_QUALIFIER and type(m.timestamp) is int \
+                    and (m.timestamp == SERVER_TIME or (m.timestamp >= 0 and not m.timestamp % 1000)) \
+                    and type(m.value) is bytes and len(m.value) <= WARN_VALUE:
+                total += len(m.value)
+                continue
         if not isinstance(m, MUTATION_TYPES):
             raise ParameterInvalid(f"not a mutation: {m!r:.80}")
         if isinstance(m, DeleteFromRow):
@@ -132,8 +141,26 @@ def _check_aggregate_input(family: FamilySchema, m: AddToCell | MergeToCell) -> 
             f"got {value!r:.60}")
 
 
+AGGREGATE_STATE_MAX = 16_388  # the largest aggregate state: a dense HLL (hll.py), 16 KiB + header
+
+
+def size_added_bound(mutations: list) -> int:
+    """At least what checked ``mutations`` can add to a row's ``cells.blob_size``."""
+    n = 0
+    for m in mutations:
+        kind = type(m)
+        if kind is SetCell:
+            n += len(m.qualifier) + len(m.value) + 8
+        elif kind is AddToCell or kind is MergeToCell:
+            n += len(m.qualifier) + 8 + AGGREGATE_STATE_MAX
+    return n
+
+
 def families_touched(mutations: list, order: list[str]) -> list[str]:
     """The families a row's mutations change (every family for DeleteFromRow)."""
+    if len(mutations) == 1:
+        m = mutations[0]
+        return list(order) if type(m) is DeleteFromRow else [m.family]
     if any(isinstance(m, DeleteFromRow) for m in mutations):
         return list(order)
     named = {m.family for m in mutations}

@@ -31,6 +31,7 @@ from .mutate import (
     encode_int64,
     families_touched,
     family_of,
+    size_added_bound,
     wrap_int64,
 )
 from .types import (
@@ -268,7 +269,7 @@ class BigtableTable:
         now = now_micros()
         apply_mutations(t.families, row, mutations, now)
         self._collect(t, row, now)
-        self._check_size(key, row)
+        self._check_size(key, row, old, size_added_bound(mutations))
         new = t.write_columns(row_key, row)
         t._record_write(part, row_key, new, old)
 
@@ -281,7 +282,14 @@ class BigtableTable:
                 C.collect_garbage(columns, expired, rule, now)
 
     @staticmethod
-    def _check_size(key: bytes, row: dict[str, C.Columns]) -> None:
+    def _check_size(key: bytes, row: dict[str, C.Columns], stored: int = -1, added: int = 0) -> None:
+        """ParameterInvalid if ``row``'s families hold more than the row limit. ``stored``:
+        the encoded bytes of those families' records before the mutations, ``added`` a
+        bound of what the mutations add (``size_added_bound``): a stored cell counts at
+        most twice its encoded bytes in ``blob_size``, so when twice ``stored`` plus
+        ``added`` is within the limit, nothing needs summing."""
+        if stored >= 0 and 2 * stored + added <= MAX_ROW:
+            return
         size = sum(C.blob_size(c) for c in row.values())
         if size > MAX_ROW:
             raise ParameterInvalid(
@@ -348,29 +356,41 @@ class BigtableTable:
         held = locks.acquire([r[2] for r in ready])
         try:
             t.check_usable()
+            if t.schema is not schema:  # families changed while we waited: check again
+                ready = self._recheck(t, ready, out)
+            order, families = t.family_order, t.families
+            touched = [families_touched(r[4], order) for r in ready]
+            wanted = list(dict.fromkeys((r[2], n) for r, names in zip(ready, touched) for n in names))
+            blobs = t.read_blobs(wanted)  # one multi_get per column family for every row
+            decode = C.decode_columns
             rows: dict[bytes, tuple[dict[str, C.Columns], int, object]] = {}
             now = now_micros()
-            for i, key, row_key, mutations, checked, part in ready:
+            for (i, key, row_key, _, checked, part), names in zip(ready, touched):
                 try:
-                    if t.schema is not schema:
-                        checked = check_mutations(t.families, mutations, t.name)
-                    state, old, _ = rows.get(row_key) or ({}, 0, part)
-                    names = families_touched(checked, t.family_order)
-                    missing = [n for n in names if n not in state]
-                    if missing:
-                        data = t.read_columns(row_key, missing)
-                        for n in missing:
-                            state[n] = data[n][0] if n in data else {}
-                        old += sum(size for _, size in data.values())
+                    seen = rows.get(row_key)
+                    if seen is None:  # first entry of this row: its cells decoded afresh,
+                        # changed in place (a failure drops them; the blobs stay as read)
+                        state = {n: decode(blobs.get((row_key, n))) for n in names}
+                        old = sum(len(blobs[(row_key, n)]) for n in names if (row_key, n) in blobs)
+                        apply_mutations(families, state, checked, now)
+                        self._collect(t, state, now)
+                        self._check_size(key, state, old, size_added_bound(checked))
+                        rows[row_key] = (state, old, part)
+                        continue
+                    state, old, part = seen  # a later entry of a row: applied to a copy
+                    for n in names:
+                        if n not in state:
+                            blob = blobs.get((row_key, n))
+                            state[n] = decode(blob)
+                            old += len(blob) if blob is not None else 0
+                    rows[row_key] = (state, old, part)
                     new = {n: {q: list(v) for q, v in state[n].items()} for n in names}
-                    apply_mutations(t.families, new, checked, now)
+                    apply_mutations(families, new, checked, now)
                     self._collect(t, new, now)
                     self._check_size(key, {**state, **new})
                     state.update(new)
-                    rows[row_key] = (state, old, part)
                 except WidetableError as exc:
                     out[i] = exc
-                    rows.setdefault(row_key, (state, old, part))
             batch = t._engine.batch()
             sizes = [(row_key, t.write_columns(row_key, state, batch), old, part)
                      for row_key, (state, old, part) in rows.items()]
@@ -385,6 +405,19 @@ class BigtableTable:
         for row_key, new_size, old, part in sizes:
             t._record_write(part, row_key, new_size, old)
         return out
+
+    @staticmethod
+    def _recheck(t: FamilyTable, ready: list, out: list) -> list:
+        """``ready`` checked again against the table's current families (an entry that no
+        longer passes gets its error in ``out`` and leaves)."""
+        kept = []
+        for i, key, row_key, mutations, _, part in ready:
+            try:
+                kept.append((i, key, row_key, mutations,
+                             check_mutations(t.families, mutations, t.name), part))
+            except WidetableError as exc:
+                out[i] = exc
+        return kept
 
     def check_and_mutate_row(self, key: bytes, predicate: object = None, true_mutations=(),
                              false_mutations=()) -> bool:

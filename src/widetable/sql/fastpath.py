@@ -207,7 +207,7 @@ class PointPath:
 
 class KeyPath:
     """A direct read or count over one key range, compiled from its plan and the access
-    path the general path chose for it (see the module doc; ``compile``)."""
+    path the general path chose for it (see the module doc), when ``eligible``."""
 
     def __init__(self, plan: QueryPlan, access, tables: dict, searched, limits: tuple) -> None:
         spec = plan.scans[0]
@@ -226,7 +226,6 @@ class KeyPath:
         self.key_types = tuple(_PY[t] for t in view.schema.pk_types[:k])
         self.low, self.high = (INF_MIN,) * (len(names) - k), (INF_MAX,) * (len(names) - k)
         self.limit, self.offset = spec.limit, spec.offset
-        self.count = plan.count
         if plan.count:
             self.columns = [(plan.output[0][0], "BIGINT")]
             self.shape = None

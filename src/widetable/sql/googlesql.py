@@ -153,12 +153,11 @@ class GoogleSQL:
         def families_of(table: str) -> dict:
             fingerprints[table] = self._fingerprint(table)
             return fingerprints[table][1]
-        key = (query, json.dumps(types, sort_keys=True))
+        key = (query, tuple(sorted(types.items())))  # types are strings and tuples
         with self._lock:
             hit = self._plans.get(key)
-        if hit is not None:
-            if (known or self._fingerprint(hit.parsed.table)[0]) == hit.fingerprint:
-                return hit
+        if hit is not None and (known or self._fingerprint(hit.parsed.table)[0]) == hit.fingerprint:
+            return hit
         parsed = parse_query(query, families_of)
         missing = [p for p in parsed.params if p not in types]
         if missing:
@@ -191,6 +190,11 @@ class GoogleSQL:
         return [(name, of_arrow(f.type, name or f"#{i + 1}"))
                 for i, (name, f) in enumerate(zip(parsed.names, schema))]
 
+    def knows(self, query: str) -> bool:
+        """Whether a plan of ``query`` is cached (preparing it again is quick)."""
+        with self._lock:
+            return any(k[0] == query for k in self._plans)
+
     def from_token(self, token: bytes) -> PreparedQuery:
         """The prepared query ``token()`` made; ParameterInvalid if it is not one."""
         try:
@@ -211,7 +215,7 @@ class GoogleSQL:
         streams. ConditionCheckFail (FAILED_PRECONDITION) if the query expired."""
         if time.time() > prepared.valid_until:
             raise ConditionCheckFail(f"{EXPIRED}: it was valid until "
-                                     f"{dt.datetime.fromtimestamp(prepared.valid_until, dt.timezone.utc)}; prepare it again")
+                                     f"{dt.datetime.fromtimestamp(prepared.valid_until, dt.UTC)}; prepare it again")
         fingerprint, _ = self._fingerprint(prepared.table)
         if fingerprint != prepared.fingerprint:
             raise ConditionCheckFail(f"{EXPIRED}: the column families of table "

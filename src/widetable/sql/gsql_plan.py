@@ -40,7 +40,7 @@ from .gsql_text import PLACEHOLDER, extract_literals
 from .gsql_types import KEY, duck_type, family_type, type_name
 
 SOURCE = "__wt_bigtable"
-_LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*|#[^\n]*|/\*.*?\*/)*", re.S)
+_LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*|#[^\n]*|/\*.*?\*/)*", re.DOTALL)
 OPTIONS = ("with_history", "latest_n")
 _CASTS = {exp.DataType.Type.TEXT: "STRING", exp.DataType.Type.VARCHAR: "STRING",
           exp.DataType.Type.VARBINARY: "BYTES", exp.DataType.Type.BINARY: "BYTES",
@@ -53,19 +53,19 @@ _COMPARE = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, e
 
 # DuckDB macros for what GoogleSQL has and DuckDB spells otherwise (made once per database)
 MACROS = (
-    "CREATE OR REPLACE MACRO wt_to_int64(b) AS CASE WHEN CAST(b AS BLOB) IS NULL THEN NULL "
-    "WHEN octet_length(CAST(b AS BLOB)) <> 8 THEN error('TO_INT64 needs the 8 bytes of a "
-    "big-endian INT64, got ' || octet_length(CAST(b AS BLOB)) || ' bytes') ELSE CAST(CAST(CAST("
-    "('0x' || hex(CAST(b AS BLOB))) AS UBIGINT) AS HUGEINT) - CASE WHEN CAST(('0x' || "
-    "hex(CAST(b AS BLOB))) AS UBIGINT) >= 9223372036854775808 THEN CAST(18446744073709551616 "
-    "AS HUGEINT) ELSE 0 END AS BIGINT) END",
-    "CREATE OR REPLACE MACRO wt_bytes_to_string(b) AS CASE WHEN try(decode(CAST(b AS BLOB))) "
-    "IS NULL AND CAST(b AS BLOB) IS NOT NULL THEN error('CAST(BYTES AS STRING): the bytes '"
-    " || '0x' || hex(CAST(b AS BLOB))[1:64] || ' are not valid UTF-8; SAFE_CAST gives NULL') "
-    "ELSE try(decode(CAST(b AS BLOB))) END",
+    ("CREATE OR REPLACE MACRO wt_to_int64(b) AS CASE WHEN CAST(b AS BLOB) IS NULL THEN NULL "
+     "WHEN octet_length(CAST(b AS BLOB)) <> 8 THEN error('TO_INT64 needs the 8 bytes of a "
+     "big-endian INT64, got ' || octet_length(CAST(b AS BLOB)) || ' bytes') ELSE CAST(CAST(CAST("
+     "('0x' || hex(CAST(b AS BLOB))) AS UBIGINT) AS HUGEINT) - CASE WHEN CAST(('0x' || "
+     "hex(CAST(b AS BLOB))) AS UBIGINT) >= 9223372036854775808 THEN CAST(18446744073709551616 "
+     "AS HUGEINT) ELSE 0 END AS BIGINT) END"),
+    ("CREATE OR REPLACE MACRO wt_bytes_to_string(b) AS CASE WHEN try(decode(CAST(b AS BLOB))) "
+     "IS NULL AND CAST(b AS BLOB) IS NOT NULL THEN error('CAST(BYTES AS STRING): the bytes '"
+     " || '0x' || hex(CAST(b AS BLOB))[1:64] || ' are not valid UTF-8; SAFE_CAST gives NULL') "
+     "ELSE try(decode(CAST(b AS BLOB))) END"),
     "CREATE OR REPLACE MACRO wt_starts_with(x, p) AS x[1:octet_length(p)] = p",
-    "CREATE OR REPLACE MACRO wt_ends_with(x, p) AS octet_length(p) = 0 OR "
-    "(octet_length(x) >= octet_length(p) AND x[octet_length(x) - octet_length(p) + 1:] = p)",
+    ("CREATE OR REPLACE MACRO wt_ends_with(x, p) AS octet_length(p) = 0 OR "
+     "(octet_length(x) >= octet_length(p) AND x[octet_length(x) - octet_length(p) + 1:] = p)"),
 )
 
 

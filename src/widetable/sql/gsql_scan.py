@@ -121,7 +121,7 @@ def _family_column(rows: list, name: str, as_int: bool, history: bool, t: pa.Dat
             [pa.array(stamps, pa.timestamp("us", tz="UTC")), items], names=["timestamp", "value"])
         items = pa.ListArray.from_arrays(pa.array(version_offsets, pa.int32()), versions)
     return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, pa.binary()),
-                                   items).cast(t)
+                                   items, type=t)
 
 
 __all__ = ["KEY", "ScanSpec", "batches", "family_type"]

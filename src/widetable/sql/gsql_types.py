@@ -23,7 +23,7 @@ KEY = "_key"  # the row key's column
 INT_AGGREGATES = ("sum", "min", "max")  # aggregate families whose values are INT64
 SCALARS = ("BYTES", "STRING", "INT64", "FLOAT32", "FLOAT64", "BOOL", "TIMESTAMP", "DATE")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def type_name(t: object) -> str:
@@ -199,5 +199,19 @@ def check_value(value: object, t: object, what: str) -> object:
     raise ParameterInvalid(f"{what}: parameters of type {type_name(t)} are not supported")
 
 
-__all__ = ["INT_AGGREGATES", "KEY", "SCALARS", "answer_schema", "family_type", "Typed", "check_type", "check_value", "deliverable", "duck_type",
-           "from_json", "of_arrow", "to_arrow", "type_name"]
+__all__ = [
+    "INT_AGGREGATES",
+    "KEY",
+    "SCALARS",
+    "Typed",
+    "answer_schema",
+    "check_type",
+    "check_value",
+    "deliverable",
+    "duck_type",
+    "family_type",
+    "from_json",
+    "of_arrow",
+    "to_arrow",
+    "type_name",
+]

@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import Iterator
 from functools import partial
+from itertools import chain
 
 from rocksdict import (
     BlockBasedOptions,
@@ -60,14 +61,20 @@ def storage_error(exc: BaseException, what: str) -> StorageError:
     return StorageError(f"storage engine error ({what}): {text}", kind=kind)
 
 
-def _holding(items, opts: ReadOptions, end: bytes) -> Iterator[tuple[bytes, bytes]]:
-    """Iterate ``items`` while keeping ``opts`` and its upper bound alive: rocksdict does
-    not, and an iterator whose bound was freed stops early (seen under threads)."""
-    try:
-        yield from items
-    except Exception as exc:
-        raise storage_error(exc, "scan") from exc
-    del opts, end
+def _holding(items, opts: ReadOptions, end: bytes) -> Iterator:
+    """``items`` chained to an empty tail that keeps ``opts`` and its upper bound alive
+    until the iteration ends: rocksdict does not, and an iterator whose bound was freed
+    stops early (seen under threads). A chain, not a generator around ``items``: each
+    row then costs no Python frame (~30 ns of ~220 per 100-byte value, measured). An
+    error of the engine's in mid-scan (corruption, I/O; a closed store's open iterators
+    keep reading) leaves as rocksdict raised it; opening the scan maps it."""
+    return chain(items, _tail(opts, end))
+
+
+def _tail(opts: ReadOptions, end: bytes) -> Iterator:
+    del opts, end  # referenced by the frame until the chain reaches it
+    return
+    yield
 
 
 BLOOM_BITS = 10  # per key: about 1% false positives, ~1.2 bytes a key

@@ -49,13 +49,13 @@ def test_execute_query_with_params_map_indexing_and_types(data_client, events):
     assert first["cf"] == {b"city": b"c1", b"name": b"name-7"}
     it = data_client.execute_query(f"SELECT n, @when AS w, @day AS d, @f AS f FROM `{events}` "
                                    "WHERE _key = @k", INSTANCE,
-                                   parameters={"k": b"user#03", "when": dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc),
+                                   parameters={"k": b"user#03", "when": dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.UTC),
                                                "day": dt.date(2024, 2, 29), "f": 2.5},
                                    parameter_types={"f": SqlType.Float64()})
     (row,) = list(it)
     assert row["n"] == {b"visits": 3} and row["f"] == 2.5
     assert (row["d"].year, row["d"].month, row["d"].day) == (2024, 2, 29)  # a google.type.Date
-    assert row["w"] == dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc)
+    assert row["w"] == dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.UTC)
     types = {c.column_name: c.column_type for c in it.metadata.columns}
     assert types == {"n": SqlType.Map(SqlType.Bytes(), SqlType.Int64()), "w": SqlType.Timestamp(),
                      "d": SqlType.Date(), "f": SqlType.Float64()}
@@ -210,8 +210,8 @@ def test_bt_sql_and_the_thin_client_through_the_endpoint(bt_server, events):
     from widetable.client.bigtable import connect_bigtable
     from widetable.errors import ObjectNotExist
 
-    res = CliRunner().invoke(app, ["bt", "sql", f"SELECT _key, n['visits'] AS v FROM `{events}` "
-                                   "WHERE _key = @k", "k=user#04", "--json",
+    query = f"SELECT _key, n['visits'] AS v FROM `{events}` WHERE _key = @k"
+    res = CliRunner().invoke(app, ["bt", "sql", query, "k=user#04", "--json",
                                    "--endpoint", bt_server.host, "--instance", INSTANCE])
     assert res.exit_code == 0, res.output
     assert res.stdout.strip() == '{"_key": "user#04", "v": 4}'

@@ -5,9 +5,10 @@ PrepareQuery checks the query and answers its columns' types, the ``prepared_que
 bytes and ``valid_until``. ExecuteQuery runs a prepared query with its parameters and
 streams the rows as ``PartialResultSet`` batches (``wire/bigtable/query.py``); a
 ``resume_token`` continues a stream after its last complete batch. Both are reads (the
-Bigtable port keeps no read/write lists: its one shared token allows every call). They
-run on the worker pool (``pooled``): a query may scan and aggregate for a while, and the
-loop keeps serving meanwhile.
+Bigtable port keeps no read/write lists: its one shared token allows every call).
+ExecuteQuery runs on the worker pool (``pooled``): a query may scan and aggregate for a
+while, and the loop keeps serving meanwhile; so does the first PrepareQuery of a text
+(it runs DuckDB to type the answer), later ones answer from the plan cache on the loop.
 """
 
 from __future__ import annotations
@@ -24,20 +25,25 @@ from ...wire.bigtable.query import (
 )
 from .service import Registry, instance_name
 
+
 class QueryService:
     """The SQL handlers over ``bt`` (a BigtableInstance; its ``sql`` runs the queries)."""
 
     def __init__(self, bt) -> None:
         self.bt = bt
+        self._loaded = False  # the SQL engine imported (sqlglot, pyarrow): never on the loop
 
     def register(self, reg: Registry) -> None:
-        reg.add(DATA, "PrepareQuery", self.prepare_query, pooled=_always)
+        # a query prepared before answers from the plan cache: on the loop
+        reg.add(DATA, "PrepareQuery", self.prepare_query,
+                pooled=lambda req: not (self._loaded and self.bt.sql.knows(req.query)))
         reg.add(DATA, "ExecuteQuery", self.execute_query, raw_response=True, pooled=_always)
 
     def prepare_query(self, req, context):
         instance_name(req.instance_name, "instance_name")
         types = {name: decode_type(t, f"param_types[{name!r}]") for name, t in req.param_types.items()}
         prepared = self.bt.sql.prepare(req.query, types)
+        self._loaded = True
         return v2.PrepareQueryResponse(metadata=encode_metadata(prepared.columns),
                                        prepared_query=prepared.token(),
                                        valid_until=encode_timestamp(prepared.valid_until))

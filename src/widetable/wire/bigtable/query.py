@@ -32,7 +32,7 @@ from . import protobuf, v2
 MAX_CHUNK = 1 << 20  # bytes of batch_data per message (the client's receive limit is 4 MiB)
 BATCH_BYTES = 1 << 20  # a batch ends past this many bytes ...
 BATCH_ROWS = 10_000  # ... or rows
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 _KIND_OF = {"bytes_type": "BYTES", "string_type": "STRING", "int64_type": "INT64",
             "float32_type": "FLOAT32", "float64_type": "FLOAT64", "bool_type": "BOOL",
@@ -86,7 +86,7 @@ def encode_metadata(columns: Iterable[tuple[str, object]]):
 
 def encode_timestamp(seconds: float):
     whole = int(seconds)
-    return protobuf.Timestamp(seconds=whole, nanos=int(round((seconds - whole) * 1e9)))
+    return protobuf.Timestamp(seconds=whole, nanos=round((seconds - whole) * 1e9))
 
 
 # -- parameter values -----------------------------------------------------------------------
@@ -228,7 +228,7 @@ def _timestamp(v) -> bytes:
     if v is None:
         return b""
     if v.tzinfo is None:
-        v = v.replace(tzinfo=dt.timezone.utc)
+        v = v.replace(tzinfo=dt.UTC)
     delta = v - _EPOCH
     seconds = delta.days * 86400 + delta.seconds
     body = (b"\x08" + _varint(seconds) if seconds else b"") + (
@@ -301,6 +301,19 @@ def _batch_messages(data: bytes, sent: int, reset: bool) -> Iterator[bytes]:
         yield v2.ExecuteQueryResponse(results=results).SerializeToString()
 
 
-__all__ = ["decode_params", "decode_resume_token", "decode_rows", "decode_type", "decode_value",
-           "encode_metadata", "encode_param", "encode_resume_token", "encode_results",
-           "encode_timestamp", "encode_type", "row_encoder", "type_text", "value_encoder"]
+__all__ = [
+    "decode_params",
+    "decode_resume_token",
+    "decode_rows",
+    "decode_type",
+    "decode_value",
+    "encode_metadata",
+    "encode_param",
+    "encode_results",
+    "encode_resume_token",
+    "encode_timestamp",
+    "encode_type",
+    "row_encoder",
+    "type_text",
+    "value_encoder",
+]
