@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -148,5 +149,33 @@ def test_returned_columns_are_sorted_by_name(tmp_path):
             rows = db.search("t", "ix", TermQuery("k", "x"), columns=columns).rows
             assert [list(r.columns) for r in rows] == (
                 [["a", "m", "z"], ["m"]] if columns != "RETURN_ALL" else [["a", "k", "m", "z"], ["k", "m"]])
+    finally:
+        db.close()
+
+
+def test_searches_see_segments_merged_after_the_last_commit(tmp_path, monkeypatch):
+    monkeypatch.setattr(sync, "REFRESH_INTERVAL", 0.0)
+    monkeypatch.setattr(manager.SearchManager, "_start", lambda self: None)  # steps by hand
+    db = widetable.open(str(tmp_path / "s"), purge_interval=None)
+    try:
+        t = db.create_table("t", [("id", "INTEGER")])
+        db.create_search_index("t", "ix", [("k", "KEYWORD")], shards=1)
+        state = db._search.states[("t", "ix")]
+        _step_until_caught_up(state)
+        for c in range(8):  # a commit, and so a segment, each: the 8th starts a merge
+            for i in range(20):
+                t.put_row((c * 20 + i,), {"k": "a"})
+            _step_until_caught_up(state)
+        shard = state.shards[0]
+        before = shard.searcher().num_segments
+        assert before >= 8
+        for _ in range(200):  # tantivy merges in the background; an idle step reloads
+            state.step(0.3)
+            if shard.searcher().num_segments < before:
+                break
+            time.sleep(0.05)
+        assert shard.searcher().num_segments < before
+        res = db.search("t", "ix", TermQuery("k", "a"), limit=100, get_total_count=True)
+        assert res.total_count == 160 and [r.primary_key[0] for r in res.rows] == list(range(100))
     finally:
         db.close()

@@ -109,12 +109,18 @@ SORTS = [
 ]
 
 
-@pytest.fixture(params=[ordered.SLACK, 0], ids=["slack", "no-slack"])
+@pytest.fixture(params=[(ordered.SLACK, ordered.GROUP_LIMIT, ordered.HIT_PER_COLUMN_ROWS),
+                        (0, ordered.GROUP_LIMIT, 0), (0, 1, 0)],
+                ids=["slack", "no-slack", "no-slack-no-group"])
 def slack(request, monkeypatch):
     """With the default slack most ties end among the hits asked for; with none every tie
-    at a boundary goes down the levels (and, for the long keys, past the last one)."""
-    monkeypatch.setattr(ordered, "SLACK", request.param)
-    return request.param
+    at a boundary goes down the levels (and, for the long keys, past the last one): the
+    tied group ordered from its fast values, or, with no room for a group, filtered level
+    by level."""
+    monkeypatch.setattr(ordered, "SLACK", request.param[0])
+    monkeypatch.setattr(ordered, "GROUP_LIMIT", request.param[1])
+    monkeypatch.setattr(ordered, "HIT_PER_COLUMN_ROWS", request.param[2])
+    return request.param[0]
 
 
 @pytest.mark.parametrize("sort", SORTS, ids=repr)

@@ -223,7 +223,7 @@ class Compiler:
         if slot.field.type != GEO_POINT:
             raise ParameterInvalid(f"{type(q).__name__} needs a GEO_POINT field, "
                                    f"{slot.field.name!r} is {slot.field.type}")
-        test, inner, edge = geo_plan(q)
+        test, inner, edge = self._geo_cells(slot, q)
         name = slot.field.name
         ids = []
         if edge:
@@ -236,6 +236,21 @@ class Compiler:
         if not ids:
             return inside
         return s.q_bool([("should", inside), ("should", self._ids(ids))], 1)
+
+    def _geo_cells(self, slot: Slot, q) -> tuple:
+        """The plan of ``q`` (``geo_plans``) that costs this shard least: term lookups
+        against candidates tested one by one, the candidates estimated from the documents
+        in the covering cells (their document frequencies)."""
+        test, cover, plans = geo_plans(q)
+        if len(plans) == 1:
+            return test, plans[0][0], plans[0][1]
+        s, se = self.shard, self.searcher
+        docs = sum(s.doc_freq(se, slot.name, c) for c in cover)
+        area = sum(geo.cell_area(c) for c in cover)
+        density = docs / area if area > 0 else 0.0
+        best = min(plans, key=lambda p: _lookup_cost(len(p[0])) + _lookup_cost(len(p[1]))
+                   + CANDIDATE_COST * density * p[2])
+        return test, best[0], best[1]
 
     def _rows_only(self, query):
         """``query`` limited to row documents: only child documents (NESTED) could also match
@@ -304,20 +319,38 @@ def _circle_inside(clat: float, clon: float, d: float, box: tuple) -> object:
     return inside
 
 
-def geo_plan(q) -> tuple[GeoTest, list[str], list[str]]:
-    """``(test, inner cells, edge cells)`` of a geo query (the same for every shard, so
-    cached while the query is hashable)."""
+# Relative costs (measured, microseconds): a term lookup in a Bool of term queries, and a
+# candidate read from its stored source and tested exactly; a term set query costs about
+# 200 whatever its size (see ``Shard.q_terms``).
+TERM_COST, TERM_SET_COST, CANDIDATE_COST = 2.5, 200.0, 4.0
+PLAN_BUDGETS = (16, 48, 128, geo.REFINED_CELLS, 1024)  # cells in all, one plan each
+
+
+def _lookup_cost(n: int) -> float:
+    return n * TERM_COST if n <= 48 else TERM_SET_COST + n * 0.5
+
+
+def geo_plans(q) -> tuple[GeoTest, list[str], list[tuple[list[str], list[str], float]]]:
+    """``(test, covering cells, plans)``: each plan ``(inner, edge, edge area)`` splits the
+    covering cells under one of ``PLAN_BUDGETS``; a coarser plan looks up fewer terms and
+    tests more candidates. Cached while the query is hashable."""
     try:
-        return _geo_plan(q)
+        return _geo_plans(q)
     except TypeError:  # a list inside the query
-        return _geo_plan.__wrapped__(q)
+        return _geo_plans.__wrapped__(q)
 
 
 @lru_cache(maxsize=256)
-def _geo_plan(q) -> tuple[GeoTest, list[str], list[str]]:
+def _geo_plans(q) -> tuple:
     test = geo_test(q)
-    inner, edge = geo.split(geo.covering(*test.box), test.box, test.inside)
-    return test, inner, edge
+    cover = geo.covering(*test.box)
+    plans = []
+    for budget in PLAN_BUDGETS:
+        inner, edge = geo.split(cover, test.box, test.inside, budget)
+        plan = (inner, edge, sum(geo.cell_area(c) for c in edge))
+        if not plans or (plan[0], plan[1]) != (plans[-1][0], plans[-1][1]):
+            plans.append(plan)
+    return test, cover, plans
 
 
 def geo_test(q) -> GeoTest:

@@ -215,10 +215,18 @@ class Searcher:
             shard = self.state.shards[i]
             se = shard.searcher()
             base = self.base(shard, se, query, since)
+            pk_levels = [(n, pk_desc) for n in shard.level_names]
+            one_part = fs is None or (fs.missing == "last" and fs.missing_value is None)
+            if limit and after is None and one_part and get_total_count:
+                # the page's first search over ``base`` counts it too
+                levels = pk_levels if fs is None else \
+                    [(layout.fast(fs.field_name), fs.sort_order == "DESC",
+                      shard.q_has(fs.field_name))] + pk_levels
+                addrs, total = ordered.first(shard, se, base, levels, want, counted=True)
+                return [dec(src) for src in shard.sources(se, addrs)], total
             total = shard.count(se, base) if get_total_count else -1
             if not limit:
                 return [], total
-            pk_levels = [(n, pk_desc) for n in shard.level_names]
             addrs: list = []
             if fs is None:
                 addrs = _part(shard, se, base, pk_levels, None if after is None else after[0][1],
@@ -279,8 +287,12 @@ class Searcher:
             token = keys.encode_token(keys.key(0.0, hits[-1][1], {})) \
                 if hits and len(items) > offset + limit else None
         else:
-            decorated = [(keys.key(0.0, pk, values), (0.0, pk, values, stored))
-                         for part, _ in parts for pk, values, stored in part]
+            items = [(0.0, pk, values, stored) for part, _ in parts for pk, values, stored in part]
+            hits = None
+            if after is None and not pk_desc:
+                hits, token = _field_page(items, fs, keys, offset, limit)
+        if hits is None:
+            decorated = [(keys.key(0.0, h[1], h[2]), h) for h in items]
             if after is not None:
                 cmp = keys.compare
                 decorated = [d for d in decorated if cmp(d[0], after) > 0]
@@ -336,6 +348,31 @@ class Searcher:
         keys = SortKeys(check_sort(self.meta, agg.sort))
         ordered = sorted(hits, key=lambda h: keys.cmp_key(keys.key(h[0], h[1], h[2])))
         return fetch([h[1] for h in ordered[:agg.limit]], None)
+
+
+def _field_page(items: list, fs: FieldSort, keys: SortKeys, offset: int,
+                limit: int) -> tuple[list | None, bytes | None]:
+    """The page of ``items`` under one FieldSort on a single-valued field then the key
+    (ascending), sorted by plain tuples; ``(None, None)`` when a value does not negate (a
+    descending string): ``SortKeys`` sorts those."""
+    fname, desc, mv = fs.field_name, fs.sort_order == "DESC", fs.missing_value
+    gone = 0 if fs.missing == "first" else 2
+
+    def key(h: tuple) -> tuple:
+        v = h[2].get(fname)
+        if v is None:
+            v = mv
+        if v is None:
+            return (gone, 0, h[1])
+        return (1, -v if desc else v, h[1])
+    try:
+        items.sort(key=key)
+    except TypeError:
+        return None, None
+    page = items[offset:offset + limit]
+    token = keys.encode_token(keys.key(0.0, page[-1][1], page[-1][2])) \
+        if page and len(items) > offset + limit else None
+    return page, token
 
 
 def _part(shard, searcher, query, levels: list, after_pk: list | None, after_values: list,

@@ -10,13 +10,16 @@ point-in-polygon test.
 :func:`split` spares most of those tests: a cell that lies wholly inside the
 shape (every corner within the distance, or inside the box with a margin)
 matches as it is, and a cell on the shape's edge is refined into its 32
-children (up to PRECISION, and REFINED_CELLS cells in all), so only the
-documents of the edge's finest cells are tested one by one.
+children (up to PRECISION, and a budget of cells in all, coarsest first), so only
+the documents of the edge's finest cells are tested one by one. Finer cells cost more
+term lookups and spare candidate tests: ``compile.geo_plans`` splits under several
+budgets, and each shard picks by its density.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from ..errors import ParameterInvalid, describe
 
@@ -158,21 +161,30 @@ def _children(cell: str, b: tuple[float, float, float, float]) -> list:
     return out
 
 
-def split(cells: list[str], box: tuple[float, float, float, float], inside) -> tuple[list, list]:
+def cell_area(cell: str) -> float:
+    """A cell's area in square degrees (the same for every cell of one precision)."""
+    dlat, dlon = _cell_size(len(cell))
+    return dlat * dlon
+
+
+def split(cells: list[str], box: tuple[float, float, float, float], inside,
+          budget: int = REFINED_CELLS) -> tuple[list, list]:
     """``(inner, edge)``: ``cells`` refined so that each is wholly inside the shape
-    (``inside(bounds)``) or on its edge; cells missing the box are dropped."""
+    (``inside(bounds)``) or on its edge, up to ``budget`` cells in all; cells missing the
+    box are dropped. Coarser cells are refined first (breadth first), so a small budget
+    still narrows the whole edge."""
     inner: list[str] = []
     edge: list[str] = []
-    todo = [(c, bounds(c)) for c in cells]
+    todo = deque((c, bounds(c)) for c in cells)
     total = len(todo)
     while todo:
-        c, b = todo.pop()
+        c, b = todo.popleft()
         if b[0] > box[1] or b[1] < box[0] or b[2] > box[3] or b[3] < box[2]:
             total -= 1
             continue
         if inside(b):
             inner.append(c)
-        elif len(c) < PRECISION and total + 31 <= REFINED_CELLS:
+        elif len(c) < PRECISION and total + 31 <= budget:
             todo += _children(c, b)
             total += 31
         else:

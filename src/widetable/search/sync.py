@@ -37,6 +37,7 @@ BACKFILL_ROWS = 2000
 FULL_COMMIT_INTERVAL = 30.0  # seconds between commits while backfilling: each makes segments,
 # which every later search pays for; a crash redoes at most this much of the backfill
 LOG_GROUP = 5000
+REFRESH_INTERVAL = 5.0  # seconds between reader reloads of an idle index (merged segments)
 
 
 class IndexState:
@@ -58,6 +59,7 @@ class IndexState:
         self.dropped = False
         self.last_commit = 0.0
         self.last_ttl_purge = 0.0
+        self.last_refresh = 0.0
         payloads = [s.checkpoint() for s in self.shards]
         states = [json.loads(p) for p in payloads if p is not None]
         if len(states) == len(self.shards):
@@ -119,6 +121,12 @@ class IndexState:
             if self.dirty and (now - self.last_commit >= due or (self.phase == "INCR" and
                                                                   was_full)):
                 self.commit()
+            elif now - self.last_refresh >= REFRESH_INTERVAL:
+                # tantivy merges segments in the background after commits; searches see the
+                # merged segments (fewer to visit) only once the reader reloads
+                self.last_refresh = now
+                for s in self.shards:
+                    s.refresh()
             return n
 
     def commit(self) -> None:

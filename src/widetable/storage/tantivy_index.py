@@ -216,6 +216,11 @@ class Shard:
         self.writer.commit()
         self.index.reload()
 
+    def refresh(self) -> None:
+        """Let searchers see what tantivy published since the last commit (segments its
+        background merges made); no document changes."""
+        self.index.reload()
+
     def clear(self) -> None:
         """Delete every document (caller holds ``lock``; takes effect at ``commit``)."""
         self.writer.delete_all_documents()
@@ -285,6 +290,13 @@ class Shard:
         return searcher.search(query, limit, count=False, order_by_field=name,
                                order=tantivy.Order.Desc if desc else tantivy.Order.Asc).hits
 
+    def top_by_counted(self, searcher, query, name: str, limit: int,
+                       desc: bool) -> tuple[list[tuple[object, object]], int]:
+        """``top_by`` and the number of documents matching ``query``, in one search."""
+        res = searcher.search(query, max(limit, 1), count=True, order_by_field=name,
+                              order=tantivy.Order.Desc if desc else tantivy.Order.Asc)
+        return (res.hits if limit > 0 else []), res.count
+
     def addresses(self, searcher, query, limit: int) -> list:
         """The addresses of up to ``limit`` documents matching ``query`` (any order)."""
         if limit <= 0:
@@ -302,6 +314,11 @@ class Shard:
     def aggregate(self, searcher, query, spec: dict) -> dict:
         """tantivy's aggregation request ``spec`` (Elasticsearch's JSON form) over ``query``."""
         return searcher.aggregate(query, spec)
+
+    def doc_freq(self, searcher, name: str, term: str) -> int:
+        """How many documents hold ``term`` in text field ``name`` (deleted ones included
+        until their segment merges: an estimate)."""
+        return searcher.doc_freq(name, term)
 
     def terms(self, searcher, name: str, prefix: str = "") -> list[str]:
         """Every term of ``name`` beginning with ``prefix`` (any order)."""
