@@ -51,7 +51,7 @@ class QueryService:
 
     def execute_query(self, req, context):
         """The answer's messages, lazily."""
-        from ...sql.gsql_types import Typed  # here: pyarrow loads with the first query
+        from ...sql.googlesql.types import Typed  # here: pyarrow loads with the first query
         instance_name(req.instance_name, "instance_name")
         if req.view_parameters:
             raise NotSupported("ExecuteQuery: view_parameters are not supported (views are not served)")
