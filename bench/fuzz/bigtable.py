@@ -127,6 +127,11 @@ def _seeds():
         (data, "PingAndWarm", False, pb(dt.PingAndWarmRequest(name=PARENT))),
         (data, "ExecuteQuery", True, pb(dt.ExecuteQueryRequest(instance_name=PARENT,
                                                                query="SELECT 1"))),
+        (data, "PrepareQuery", False, pb(dt.PrepareQueryRequest(
+            instance_name=PARENT, param_types={"p": dt.Type(bytes_type=dt.Type.Bytes())},
+            query=f"SELECT _key, cf['q'] AS v, COUNT(*) AS n FROM `{FUZZ}` WHERE "
+                  "STARTS_WITH(_key, @p) AND cf['q'] IS NOT NULL GROUP BY _key, v "
+                  "ORDER BY n DESC LIMIT 5"))),
         (admin, "GetTable", False, pb(at.GetTableRequest(name=T))),
         (admin, "ListTables", False, pb(at.ListTablesRequest(parent=PARENT, page_size=2))),
         (admin, "CreateTable", False, pb(at.CreateTableRequest(

@@ -10,7 +10,7 @@ import pytest
 
 from widetable.bigtable import AddToCell, FamilySpec, SetCell
 from widetable.errors import ConditionCheckFail, ObjectNotExist, ParameterInvalid
-from widetable.sql.googlesql import EXPIRED, PreparedQuery
+from widetable.sql.googlesql.engine import EXPIRED, PreparedQuery
 
 
 def be(n: int) -> bytes:

@@ -1,7 +1,7 @@
 """hypothesis: random cells in a table with a bytes family and an int64 sum family, and a
 set of GoogleSQL query templates with random parameters; each answer of
 ``db.bigtable.execute_query`` must equal a plain-Python evaluation over the same cells,
-through DuckDB and through the direct path (``gsql_direct``) where a template takes it.
+through DuckDB and through the direct path (``googlesql.direct``) where a template takes it.
 
 The reference follows Bigtable's SQL model: a family column maps each qualifier to its
 newest value (the sum family to its total); ``with_history`` lists every version newest
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from widetable.bigtable import AddToCell, FamilySpec, SetCell
-from widetable.sql.googlesql import infer_type
+from widetable.sql.googlesql.engine import infer_type
 
 KEYS = [b"\x00", b"a", b"a\x00", b"ab", b"abc", b"b", b"b\xff", b"c", b"\xff"]
 keys = st.sampled_from(KEYS)

@@ -13,12 +13,12 @@ def test_only_the_adapter_imports_duckdb() -> None:
 
 def test_pyarrow_only_where_batches_are_built() -> None:
     users = {f for f in offenders("", "pyarrow") if not f.startswith("cli/")}
-    # client/sql.py: to_arrow() of a remote answer, imported when called; gsql_scan.py
-    # builds a Bigtable table's batches, gsql_direct.py answers from them, gsql_types.py
+    # client/sql.py: to_arrow() of a remote answer, imported when called; googlesql/scan.py
+    # builds a Bigtable table's batches, googlesql/direct.py answers from them, googlesql/types.py
     # maps GoogleSQL types to Arrow's
     assert users == {"sql/scan.py", "sql/result.py", "sql/duck.py", "sql/interchange.py",
-                     "client/sql.py", "sql/gsql_scan.py", "sql/gsql_direct.py",
-                     "sql/gsql_types.py"}
+                     "client/sql.py", "sql/googlesql/scan.py", "sql/googlesql/direct.py",
+                     "sql/googlesql/types.py"}
 
 
 def test_planning_reads_no_rows() -> None:
@@ -30,10 +30,10 @@ def test_planning_reads_no_rows() -> None:
 
 
 def test_googlesql_planning_reads_no_rows() -> None:
-    for name in ("gsql_text", "gsql_plan", "gsql_keys", "gsql_types"):
+    for name in ("googlesql/text", "googlesql/plan", "googlesql/rowranges", "googlesql/types"):
         found = [n for n in imports(PACKAGE / "sql" / f"{name}.py")
-                 if under(n, "widetable.sql.scan", "widetable.sql.duck", "widetable.sql.gsql_scan",
-                          "widetable.storage", "duckdb")]
+                 if under(n, "widetable.sql.scan", "widetable.sql.duck",
+                          "widetable.sql.googlesql.scan", "widetable.storage", "duckdb")]
         assert found == [], name
 
 

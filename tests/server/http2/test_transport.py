@@ -32,6 +32,13 @@ def _put(served, key: bytes, value: bytes) -> None:
     ch.close()
 
 
+def _busy_connection(served):
+    """The one server connection with a stream open (a channel a test closed just before
+    may still be listed until the server has seen its end)."""
+    (conn,) = [x for x in served.connections if x.streams]
+    return conn
+
+
 def _cell_value(bodies: list[bytes]) -> bytes:
     out = bytearray()
     for body in bodies:
@@ -80,7 +87,7 @@ def test_a_reader_that_stops_reading_holds_the_server_to_its_buffer(served):
     c.send()
     c.call("ReadRows", read_rows())  # 40 MiB of rows
     time.sleep(1.5)
-    (conn,) = [x for x in served.connections]
+    conn = _busy_connection(served)
     buffered = conn.transport.get_write_buffer_size()
     assert buffered <= C.WRITE_HIGH + 2 * 2**20, buffered
     (stream,) = conn.streams.values()
@@ -116,7 +123,7 @@ def test_a_reset_from_the_client_ends_the_stream(served):
     c = H2Client(served.host, window=65_535)
     sid = c.call("ReadRows", read_rows(b"big"))
     c.until(lambda: len(c.data[sid]) >= 65_535)
-    (conn,) = served.connections
+    conn = _busy_connection(served)
     assert sid in conn.streams
     c.conn.reset_stream(sid)
     c.send()
@@ -247,3 +254,46 @@ def test_many_threads_over_many_channels(served):
     assert sum(1 for _ in served.db.bigtable.table("t").read_rows()) == 16 * 60
     for ch in channels:
         ch.close()
+
+
+def test_a_pooled_streamed_answer_is_pulled_as_the_client_reads(served):
+    """ExecuteQuery runs on the worker pool: its first message is made there, the rest
+    pulled as the client takes them, so a reader that stops leaves the query waiting
+    (not answered whole into the server's memory); read on, and every row arrives."""
+    t = served.db.bigtable.table("t")
+    from widetable.bigtable.types import SetCell
+    for start in range(0, 30_000, 5000):
+        t.mutate_rows([(b"k%06d" % i, [SetCell("cf", b"v", 1000, b"x" * 300)])
+                       for i in range(start, start + 5000)])
+    ch = _channel(served)
+    prepared = ch.unary_unary("/google.bigtable.v2.Bigtable/PrepareQuery", IDENT,
+                              v2.PrepareQueryResponse.FromString)(
+        v2.PrepareQueryRequest(instance_name="projects/p/instances/i",
+                               query="SELECT _key, cf['v'] AS v FROM t").SerializeToString(),
+        timeout=30).prepared_query
+    ch.close()
+
+    def bytes_read() -> int:
+        stats = served.db.table_stats("t")
+        return sum(p["bytes_read"] for b in stats["buckets"] for p in b["partitions"])
+
+    before = bytes_read()
+    c = H2Client(served.host, window=65_535)
+    sid = c.call("ExecuteQuery", v2.ExecuteQueryRequest(
+        instance_name="projects/p/instances/i", prepared_query=prepared).SerializeToString())
+    c.until(lambda: len(c.data[sid]) >= 65_535)
+    time.sleep(1.0)
+    conn = _busy_connection(served)
+    (stream,) = conn.streams.values()
+    assert stream.call.source is not None  # the query waits for the reader
+    assert len(c.data[sid]) == 65_535  # not a byte past the window
+    waiting = bytes_read() - before
+    c.grant(sid, 2**30)
+    c.until(lambda: c.finished(sid), timeout=60)
+    assert c.status(sid) == 0
+    assert waiting < (bytes_read() - before) / 2  # the scan had read only what was sent
+    answers = [v2.ExecuteQueryResponse.FromString(m) for m in messages(bytes(c.data[sid]))]
+    # a batch may be split over messages; serialized ProtoRows concatenate into one
+    data = b"".join(a.results.proto_rows_batch.batch_data for a in answers if a.HasField("results"))
+    assert len(v2.ProtoRows.FromString(data).values) == 30_000 * 2  # _key and v of each row
+    c.close()

@@ -6,8 +6,9 @@ bytes and ``valid_until``. ExecuteQuery runs a prepared query with its parameter
 streams the rows as ``PartialResultSet`` batches (``wire/bigtable/query.py``); a
 ``resume_token`` continues a stream after its last complete batch. Both are reads (the
 Bigtable port keeps no read/write lists: its one shared token allows every call).
-ExecuteQuery runs on the worker pool (``pooled``): a query may scan and aggregate for a
-while, and the loop keeps serving meanwhile; so does the first PrepareQuery of a text
+ExecuteQuery starts on the worker pool (``pooled``): a query may scan and aggregate for a
+while before its first batch, and the loop keeps serving meanwhile; its later batches are
+pulled on the loop as the client reads them (never the whole answer in memory); so does the first PrepareQuery of a text
 (it runs DuckDB to type the answer), later ones answer from the plan cache on the loop.
 """
 
@@ -50,7 +51,7 @@ class QueryService:
 
     def execute_query(self, req, context):
         """The answer's messages, lazily."""
-        from ...sql.gsql_types import Typed  # here: pyarrow loads with the first query
+        from ...sql.googlesql.types import Typed  # here: pyarrow loads with the first query
         instance_name(req.instance_name, "instance_name")
         if req.view_parameters:
             raise NotSupported("ExecuteQuery: view_parameters are not supported (views are not served)")

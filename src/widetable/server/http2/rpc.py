@@ -49,7 +49,8 @@ class Method:
     """One method: ``parse(message bytes)`` -> the request (an exception becomes its
     status); ``run(request)`` -> the answer's message bytes (``streaming``: an iterable
     of them, pulled as the client takes them); ``pooled(request)``: true if it runs on
-    the worker pool rather than the event loop (a streamed answer is then built whole)."""
+    the worker pool rather than the event loop (a streamed answer's first message is then
+    made there, and the rest pulled on the loop as the client takes them)."""
 
     streaming: bool
     parse: Callable[[bytes], Any]
@@ -252,7 +253,7 @@ class GrpcConnection(Connection):
 
     def _submit(self, s: Stream, call: Call, request) -> None:
         method, loop = call.method, self.loop
-        run = ((lambda: list(method.run(request))) if method.streaming  # type: ignore[union-attr]
+        run = ((lambda: _primed(method.run(request))) if method.streaming  # type: ignore[union-attr]
                else (lambda: method.run(request)))  # type: ignore[union-attr]
         self._arm(s, call)
         self.jobs[0] += 1
@@ -437,3 +438,27 @@ class GrpcConnection(Connection):
                 close()
             except Exception:  # noqa: BLE001 - a source that fails to close: nothing to answer
                 log.exception("closing a streamed answer failed")
+
+
+def _primed(answer) -> Iterator:
+    """On the pool: a streamed answer with its first message made (the costly start: a
+    query's planning and first batch); the rest is pulled on the loop, within the
+    client's windows, so an answer of any size is never held whole. Closing it closes
+    the answer."""
+    source = iter(answer)
+    try:
+        first = next(source)
+    except StopIteration:
+        return iter(())
+    except BaseException:
+        GrpcConnection._close_source_of(source)
+        raise
+    return _then(first, source)
+
+
+def _then(first: bytes, source: Iterator) -> Iterator:
+    try:
+        yield first
+        yield from source
+    finally:
+        GrpcConnection._close_source_of(source)

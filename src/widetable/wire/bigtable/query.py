@@ -1,6 +1,6 @@
 """PrepareQuery and ExecuteQuery messages <-> GoogleSQL types and values.
 
-Types are the plain values of ``widetable.sql.gsql_types`` (``"BYTES"``, ``("MAP", k,
+Types are the plain values of ``widetable.sql.googlesql.types`` (``"BYTES"``, ``("MAP", k,
 v)`` ...), spelled here again so this module imports nothing above ``wire``.
 
 An answer travels as ``ExecuteQueryResponse.results`` (``PartialResultSet``) messages.

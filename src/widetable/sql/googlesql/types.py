@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import ParameterInvalid
+from ...errors import ParameterInvalid
 
 KEY = "_key"  # the row key's column
 INT_AGGREGATES = ("sum", "min", "max")  # aggregate families whose values are INT64

@@ -1,21 +1,21 @@
 """GoogleSQL over Bigtable tables: ``db.bigtable.prepare_query`` / ``execute_query``.
 
 The SQL view of a Bigtable table is Bigtable's own: ``_key BYTES`` and one column per
-column family (``gsql_scan``: ``MAP<BYTES, BYTES>`` of the newest values, ``MAP<BYTES,
+column family (``scan``: ``MAP<BYTES, BYTES>`` of the newest values, ``MAP<BYTES,
 INT64>`` for int64 aggregate families, arrays of versions ``with_history => TRUE``).
 
 A query goes through the same steps as the Tablestore dialect's (``session.py``):
 
 1. **Prepare** (once per text, parameter types and table schema; cached): parse and check
-   (``gsql_plan.parse_query``), then learn the answer's column types by running the
+   (``plan.parse_query``), then learn the answer's column types by running the
    statement on an empty source (parameters typed NULLs). A :class:`PreparedQuery` is what
    Bigtable's PrepareQuery answers: the columns, and ``token()`` bytes that carry the text,
    the parameter types, the table's schema fingerprint and ``valid_until``.
 2. **Execute**: the parameters are checked against their declared types; a prepared query
    whose table's families changed (or that is past ``valid_until``) is refused with
    FAILED_PRECONDITION (prepare it again, as Bigtable asks); the ``_key`` predicates
-   become the row set read (``gsql_keys``), the families named the families read
-   (``gsql_scan``), the statement is bound (``gsql_plan.bind``) and DuckDB runs it over
+   become the row set read (``rowranges``), the families named the families read
+   (``scan``), the statement is bound (``plan.bind``) and DuckDB runs it over
    the scan's Arrow batches (``duck.py``), streaming its answer.
 """
 
@@ -30,12 +30,14 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import ConditionCheckFail, ParameterInvalid
-from .gsql_direct import Shape, answer, count_of, shape_of
-from .gsql_keys import key_row_set
-from .gsql_plan import MACROS, SOURCE, Parsed, bind, parse_query, template
-from .gsql_scan import ScanSpec, batches
-from .gsql_types import (
+from ...errors import ConditionCheckFail, ParameterInvalid
+from ..result import SQLResult
+from ..scan import Budget
+from .direct import Shape, answer, count_of, shape_of
+from .plan import MACROS, SOURCE, Parsed, bind, parse_query, template
+from .rowranges import key_row_set
+from .scan import ScanSpec, batches
+from .types import (
     Typed,
     answer_schema,
     check_type,
@@ -44,8 +46,6 @@ from .gsql_types import (
     of_arrow,
     type_name,
 )
-from .result import SQLResult
-from .scan import Budget
 
 PREPARED_TTL = 3600.0  # seconds a prepared query is valid (valid_until)
 TOKEN_VERSION = 1
@@ -78,7 +78,7 @@ class _Plan:
     columns: list
     fingerprint: str
     sql: str | None
-    shape: Shape | None  # answered without DuckDB (gsql_direct), or None
+    shape: Shape | None  # answered without DuckDB (direct), or None
 
 
 class GoogleSQLResult(SQLResult):
@@ -104,7 +104,7 @@ class GoogleSQL:
     """GoogleSQL over the Bigtable tables of ``bt`` (a BigtableInstance). Thread-safe."""
 
     def __init__(self, bt, direct: bool = True) -> None:
-        """``direct``: answer the queries ``gsql_direct`` can without DuckDB."""
+        """``direct``: answer the queries ``direct`` can without DuckDB."""
         self._bt = bt
         self.direct = direct
         self._lock = threading.Lock()
@@ -114,7 +114,7 @@ class GoogleSQL:
     def _duckdb(self):
         with self._lock:
             if self._duck is None:
-                from .duck import Duck
+                from ..duck import Duck
                 duck = Duck(threads=1)
                 for statement in MACROS:
                     duck.run(statement, [], [], _budget(None)).close()
@@ -276,7 +276,7 @@ class GoogleSQL:
 
     def _direct(self, plan: _Plan, row_set, spec: ScanSpec, bound: dict,
                 timeout: float | None) -> GoogleSQLResult:
-        """The answer from the scan alone (``gsql_direct``)."""
+        """The answer from the scan alone (``direct``)."""
         shape, parsed = plan.shape, plan.parsed
         offset = count_of(shape.offset, bound) or 0  # type: ignore[union-attr]
         limit = count_of(shape.limit, bound)  # type: ignore[union-attr]

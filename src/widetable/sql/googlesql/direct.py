@@ -7,7 +7,7 @@ answered from the scan's batches with Arrow alone:
 
 * every output is ``_key``, a family, or ``family['literal']`` (optionally aliased);
 * the WHERE is absent or only ``_key`` predicates whose row ranges are exactly the rows it
-  keeps (``gsql_keys``: comparisons, IN, BETWEEN and STARTS_WITH with constant values,
+  keeps (``rowranges``: comparisons, IN, BETWEEN and STARTS_WITH with constant values,
   LIKE with a constant ``'prefix%'``, under AND and OR);
 * no GROUP BY, HAVING, DISTINCT, aggregate or window; ORDER BY absent or ``_key`` (ASC
   or DESC: a reverse scan); LIMIT and OFFSET constants or INT64 parameters;
@@ -27,9 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from .gsql_keys import exact
-from .gsql_text import PLACEHOLDER
-from .gsql_types import KEY
+from .rowranges import exact
+from .text import PLACEHOLDER
+from .types import KEY
 
 _CLAUSES = {"expressions", "from", "where", "order", "limit", "offset"}
 
@@ -103,7 +103,7 @@ def count_of(node: exp.Expression | None, params: dict) -> int | None:
         return int(node.this)
     value, t = params[node.name]
     if t != "INT64" or value is None or value < 0:
-        from ..errors import ParameterInvalid
+        from ...errors import ParameterInvalid
         raise ParameterInvalid(f"LIMIT and OFFSET must be non-negative INT64 values, got "
                                f"@{node.name} = {value!r}")
     return int(value)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ParameterInvalid
+from ...errors import ParameterInvalid
 
 PLACEHOLDER = "__wt_lit_"
 

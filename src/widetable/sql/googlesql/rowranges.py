@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..bigtable.types import RowRange, RowSet
-from .gsql_text import PLACEHOLDER
-from .gsql_types import KEY
+from ...bigtable.types import RowRange, RowSet
+from .text import PLACEHOLDER
+from .types import KEY
 
 Ranges = list[tuple[bytes, bytes | None]]
 _NULL = object()

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..bigtable import filters as F
-from ..bigtable.types import RowSet
-from .gsql_types import INT_AGGREGATES, KEY, family_type, to_arrow
-from .scan import Budget
+from ...bigtable import filters as F
+from ...bigtable.types import RowSet
+from ..scan import Budget
+from .types import INT_AGGREGATES, KEY, family_type, to_arrow
 
 FIRST_PAGE, LAST_PAGE = 256, 4096  # rows per batch: small first (a LIMIT stops early), growing
 

@@ -2,7 +2,7 @@
 into the SQL DuckDB runs, with the ``_key`` ranges the statement can read.
 
 ``parse_query`` runs once per statement text (the engine caches it): literals are decoded
-first (``gsql_text``), the statement must be one SELECT over one table (with the table
+first (``text``), the statement must be one SELECT over one table (with the table
 options ``with_history => TRUE`` and ``latest_n => N``), ``*`` becomes ``_key`` and every
 family, every name must be ``_key``, a family or a select alias, and every ``@param`` must
 have a declared type. The table reference becomes the scan's source.
@@ -35,9 +35,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from ..errors import ParameterInvalid
-from .gsql_text import PLACEHOLDER, extract_literals
-from .gsql_types import KEY, duck_type, family_type, type_name
+from ...errors import ParameterInvalid
+from .text import PLACEHOLDER, extract_literals
+from .types import KEY, duck_type, family_type, type_name
 
 SOURCE = "__wt_bigtable"
 _LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*|#[^\n]*|/\*.*?\*/)*", re.DOTALL)
