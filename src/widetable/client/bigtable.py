@@ -163,10 +163,12 @@ class RemoteBigtable:
         """GoogleSQL ``query`` through PrepareQuery and ExecuteQuery (as
         ``db.bigtable.execute_query``; parameter types inferred from the values unless
         ``param_types`` gives them). The whole answer is read."""
+        from ..sql.googlesql.types import infer_type  # as the embedded store infers them
+
         params = params or {}
         types = dict(param_types or {})
         for name, value in params.items():
-            types.setdefault(name, _infer(name, value))
+            types.setdefault(name, infer_type(name, value))
         prep = v2.PrepareQueryRequest(instance_name=self.parent, query=query)
         prep.proto_format.SetInParent()
         for name, t in types.items():
@@ -199,16 +201,6 @@ class QueryAnswer:
 
     def __len__(self) -> int:
         return len(self.rows)
-
-
-def _infer(name: str, value: object) -> object:
-    import datetime as dt
-    for cls, t in ((bool, "BOOL"), (bytes, "BYTES"), (str, "STRING"), (int, "INT64"),
-                   (float, "FLOAT64"), (dt.datetime, "TIMESTAMP"), (dt.date, "DATE")):
-        if isinstance(value, cls):
-            return t
-    raise ParameterInvalid(f"cannot infer the type of parameter @{name} from {value!r:.60}: "
-                           "give it in param_types")
 
 
 class RemoteBigtableTable:

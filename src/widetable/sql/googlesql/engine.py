@@ -43,6 +43,7 @@ from .types import (
     check_type,
     check_value,
     from_json,
+    infer_type,
     of_arrow,
     type_name,
 )
@@ -88,16 +89,6 @@ class GoogleSQLResult(SQLResult):
     def __init__(self, types: list, **kwargs) -> None:
         super().__init__(**kwargs)
         self.types = types
-
-
-def infer_type(name: str, value: object) -> object:
-    """A parameter's type from its Python value (as the official client infers it)."""
-    for cls, t in ((bool, "BOOL"), (bytes, "BYTES"), (str, "STRING"), (int, "INT64"),
-                   (float, "FLOAT64"), (dt.datetime, "TIMESTAMP"), (dt.date, "DATE")):
-        if isinstance(value, cls):
-            return t
-    raise ParameterInvalid(f"cannot infer the type of parameter @{name} from {value!r:.60}: "
-                           "give it in param_types")
 
 
 class GoogleSQL:

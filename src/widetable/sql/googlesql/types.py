@@ -199,6 +199,16 @@ def check_value(value: object, t: object, what: str) -> object:
     raise ParameterInvalid(f"{what}: parameters of type {type_name(t)} are not supported")
 
 
+def infer_type(name: str, value: object) -> object:
+    """A parameter's type from its Python value (as the official client infers it)."""
+    for cls, t in ((bool, "BOOL"), (bytes, "BYTES"), (str, "STRING"), (int, "INT64"),
+                   (float, "FLOAT64"), (dt.datetime, "TIMESTAMP"), (dt.date, "DATE")):
+        if isinstance(value, cls):
+            return t
+    raise ParameterInvalid(f"cannot infer the type of parameter @{name} from {value!r:.60}: "
+                           "give it in param_types")
+
+
 __all__ = [
     "INT_AGGREGATES",
     "KEY",
@@ -213,5 +223,7 @@ __all__ = [
     "from_json",
     "of_arrow",
     "to_arrow",
+    "infer_type",
     "type_name",
 ]
+
