@@ -32,7 +32,7 @@ def free_port() -> int:
 
 
 def start_server(data: Path, port: int | None = None) -> tuple[subprocess.Popen, str, str]:
-    """Run ``widetable serve`` on ``data``; once it listens, return the process, its TCP
+    """Run ``widetable serve`` on ``data``; once both its listeners accept, return the process, its TCP
     endpoint and its unix socket's (``<data>.sock``).
 
     ``--capacity 0``: no per-partition throttling (the server's default is 20,000
@@ -51,9 +51,13 @@ def start_server(data: Path, port: int | None = None) -> tuple[subprocess.Popen,
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemUnavailable(f"widetable serve exited: {proc.stderr.read().decode()[-400:]}")
-        try:
+        try:  # both listeners: the unix socket may start listening after the TCP port
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"http://127.0.0.1:{port}", f"unix://{sock}"
+                pass
+            with socket.socket(socket.AF_UNIX) as unix:
+                unix.settimeout(0.2)
+                unix.connect(str(sock))
+            return proc, f"http://127.0.0.1:{port}", f"unix://{sock}"
         except OSError:
             time.sleep(0.05)
     proc.kill()
