@@ -28,6 +28,7 @@ from fastcrc import crc32
 
 from ...errors import NotSupported, ParameterInvalid, WidetableError
 from . import protobuf, v2
+from .rows import varint
 
 MAX_CHUNK = 1 << 20  # bytes of batch_data per message (the client's receive limit is 4 MiB)
 BATCH_BYTES = 1 << 20  # a batch ends past this many bytes ...
@@ -177,18 +178,8 @@ def encode_param(value: object, t: object):
 
 # -- answer rows ----------------------------------------------------------------------------
 
-def _varint(n: int) -> bytes:
-    n &= 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _field(tag: int, body: bytes) -> bytes:
-    return bytes([tag]) + _varint(len(body)) + body
+    return bytes([tag]) + varint(len(body)) + body
 
 
 def value_encoder(t: object) -> Callable[[object], bytes]:
@@ -198,7 +189,7 @@ def value_encoder(t: object) -> Callable[[object], bytes]:
     if t == "STRING":
         return lambda v: b"" if v is None else _field(0x1A, v.encode("utf-8"))  # type: ignore[union-attr]
     if t == "INT64":
-        return lambda v: b"" if v is None else b"\x30" + _varint(int(v))  # type: ignore[call-overload]
+        return lambda v: b"" if v is None else b"\x30" + varint(int(v))  # type: ignore[call-overload]
     if t in ("FLOAT32", "FLOAT64"):
         return lambda v: b"" if v is None else b"\x59" + struct.pack("<d", v)
     if t == "BOOL":
@@ -206,8 +197,8 @@ def value_encoder(t: object) -> Callable[[object], bytes]:
     if t == "TIMESTAMP":
         return _timestamp
     if t == "DATE":
-        return lambda v: b"" if v is None else _field(0x6A, b"\x08" + _varint(v.year) + b"\x10"  # type: ignore[union-attr]
-                                                      + _varint(v.month) + b"\x18" + _varint(v.day))  # type: ignore[union-attr]
+        return lambda v: b"" if v is None else _field(0x6A, b"\x08" + varint(v.year) + b"\x10"  # type: ignore[union-attr]
+                                                      + varint(v.month) + b"\x18" + varint(v.day))  # type: ignore[union-attr]
     if t[0] == "ARRAY":  # type: ignore[index]
         item = value_encoder(t[1])  # type: ignore[index]
         return lambda v: b"" if v is None else _array(item(x) for x in v)  # type: ignore[union-attr]
@@ -231,8 +222,8 @@ def _timestamp(v) -> bytes:
         v = v.replace(tzinfo=dt.UTC)
     delta = v - _EPOCH
     seconds = delta.days * 86400 + delta.seconds
-    body = (b"\x08" + _varint(seconds) if seconds else b"") + (
-        b"\x10" + _varint(delta.microseconds * 1000) if delta.microseconds else b"")
+    body = (b"\x08" + varint(seconds) if seconds else b"") + (
+        b"\x10" + varint(delta.microseconds * 1000) if delta.microseconds else b"")
     return _field(0x62, body)
 
 

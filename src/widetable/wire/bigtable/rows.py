@@ -40,9 +40,10 @@ MAX_PIECE = 1 << 20  # bytes of a cell value per chunk
 _SMALL = [bytes((i,)) for i in range(128)]
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """Protobuf's base-128 varint of ``n`` (a negative int as its 64-bit two's complement)."""
     if n < 0x80:
-        return _SMALL[n] if n >= 0 else _varint(n & 0xFFFFFFFFFFFFFFFF)
+        return _SMALL[n] if n >= 0 else varint(n & 0xFFFFFFFFFFFFFFFF)
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -56,12 +57,12 @@ def _wrapped(tag: bytes, value: bytes) -> bytes:
     an empty wrapper, still present (HasField is true)."""
     if not value:
         return tag + b"\x00"
-    inner = b"\x0a" + _varint(len(value)) + value
-    return tag + _varint(len(inner)) + inner
+    inner = b"\x0a" + varint(len(value)) + value
+    return tag + varint(len(inner)) + inner
 
 
 def _chunk(body: bytes) -> bytes:
-    return b"\x0a" + _varint(len(body)) + body
+    return b"\x0a" + varint(len(body)) + body
 
 
 def _cell_bodies(cells, max_piece: int) -> list[bytes]:
@@ -81,23 +82,23 @@ def _cell_bodies(cells, max_piece: int) -> list[bytes]:
             qualifier = cell.qualifier
             head.append(_wrapped(b"\x1a", qualifier))
         if cell.timestamp:
-            head.append(b"\x20" + _varint(cell.timestamp))
+            head.append(b"\x20" + varint(cell.timestamp))
         for label in cell.labels:
             lb = label.encode()
-            head.append(b"\x2a" + _varint(len(lb)) + lb)
+            head.append(b"\x2a" + varint(len(lb)) + lb)
         value = cell.value
         if len(value) <= max_piece:
             if value:
-                head.append(b"\x32" + _varint(len(value)) + value)
+                head.append(b"\x32" + varint(len(value)) + value)
             if i == last:
                 head.append(b"\x48\x01")
             bodies.append(b"".join(head))
             continue
         meta = b"".join(head)
-        total = _varint(len(value))
+        total = varint(len(value))
         for start in range(0, len(value), max_piece):
             part = value[start:start + max_piece]
-            body = (meta if start == 0 else b"") + b"\x32" + _varint(len(part)) + part
+            body = (meta if start == 0 else b"") + b"\x32" + varint(len(part)) + part
             if start + max_piece < len(value):
                 body += b"\x38" + total
             elif i == last:
@@ -116,7 +117,7 @@ def encode_rows(rows: Iterable[BigtableRow], max_message: int = MAX_MESSAGE,
     for row in rows:
         if not row.cells:
             continue
-        key_field = b"\x0a" + _varint(len(row.key)) + row.key
+        key_field = b"\x0a" + varint(len(row.key)) + row.key
         bodies = _cell_bodies(row.cells, max_piece)
         chunks = [_chunk(key_field + bodies[0])] + [_chunk(b) for b in bodies[1:]]
         row_size = sum(map(len, chunks))
@@ -154,11 +155,11 @@ def encode_mutate_rows_response(statuses) -> bytes:
     for i, (code, message) in enumerate(statuses):
         if code:
             text = message.encode()
-            status = b"\x08" + _varint(code) + (b"\x12" + _varint(len(text)) + text if text else b"")
+            status = b"\x08" + varint(code) + (b"\x12" + varint(len(text)) + text if text else b"")
         else:
             status = b""
-        body = (b"\x08" + _varint(i) if i else b"") + b"\x12" + _varint(len(status)) + status
-        out.append(b"\x0a" + _varint(len(body)) + body)
+        body = (b"\x08" + varint(i) if i else b"") + b"\x12" + varint(len(status)) + status
+        out.append(b"\x0a" + varint(len(body)) + body)
     return b"".join(out)
 
 
@@ -217,4 +218,4 @@ def merge_rows(responses: Iterable) -> Iterator[BigtableRow]:
 
 
 __all__ = ["MAX_MESSAGE", "MAX_PIECE", "InvalidChunk", "encode_mutate_rows_response",
-           "encode_rows", "merge_rows"]
+           "encode_rows", "merge_rows", "varint"]
