@@ -166,15 +166,10 @@ class Searcher:
         simple = [(s, pk, v) for s, pk, v, _ in hits]
         agg_out = agg.aggregate_all(agg_list, simple)
         gb_out = agg.group_all(gb_list, simple)
-        decorated = [(keys.key(h[0], h[1], h[2]), h) for h in hits]
-        if after is not None:
-            cmp = keys.compare
-            decorated = [d for d in decorated if cmp(d[0], after) > 0]
-        keys.sort(decorated)
-        page = decorated[offset:offset + limit]
-        token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
-        rows = self._rows([h for _, h in page], mode, names, fetch)
-        hits_out = [SearchHit(h[0], r) for (_, h), r in zip(page, rows)]
+        page, token = _sorted_page([(keys.key(h[0], h[1], h[2]), h) for h in hits], keys, after,
+                                   offset, limit)
+        rows = self._rows(page, mode, names, fetch)
+        hits_out = [SearchHit(h[0], r) for h, r in zip(page, rows)]
         return SearchResult(rows, total if get_total_count else -1, token, agg_out, gb_out, hits_out)
 
     # -- sorts tantivy computes (layout 2) ----------------------------------------------------
@@ -292,14 +287,8 @@ class Searcher:
             if after is None and not pk_desc:
                 hits, token = _field_page(items, fs, keys, offset, limit)
         if hits is None:
-            decorated = [(keys.key(0.0, h[1], h[2]), h) for h in items]
-            if after is not None:
-                cmp = keys.compare
-                decorated = [d for d in decorated if cmp(d[0], after) > 0]
-            keys.sort(decorated)
-            page = decorated[offset:offset + limit]
-            token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
-            hits = [h for _, h in page]
+            hits, token = _sorted_page([(keys.key(0.0, h[1], h[2]), h) for h in items], keys,
+                                       after, offset, limit)
         rows = self._rows(hits, mode, names, fetch)
         total = sum(t for _, t in parts) if get_total_count else -1
         return SearchResult(rows, total, token, {}, {}, [SearchHit(0.0, r) for r in rows])
@@ -348,6 +337,20 @@ class Searcher:
         keys = SortKeys(check_sort(self.meta, agg.sort))
         ordered = sorted(hits, key=lambda h: keys.cmp_key(keys.key(h[0], h[1], h[2])))
         return fetch([h[1] for h in ordered[:agg.limit]], None)
+
+
+def _sorted_page(decorated: list, keys: SortKeys, after, offset: int,
+                 limit: int) -> tuple[list, object]:
+    """``(hits, next token)`` of one page of ``decorated`` ``(sort key, hit)`` pairs: those
+    after the token's key ``after`` (None: from the start), in sort order, ``offset`` and
+    ``limit`` applied; the token is None when nothing follows the page."""
+    if after is not None:
+        cmp = keys.compare
+        decorated = [d for d in decorated if cmp(d[0], after) > 0]
+    keys.sort(decorated)
+    page = decorated[offset:offset + limit]
+    token = keys.encode_token(page[-1][0]) if page and len(decorated) > offset + limit else None
+    return [h for _, h in page], token
 
 
 def _field_page(items: list, fs: FieldSort, keys: SortKeys, offset: int,
