@@ -297,6 +297,16 @@ def test_bigtable_row_keys_keep_byte_order_and_prefixes(a: bytes, b: bytes) -> N
     assert contains(layout.bigtable_range(7, None, None), ka)
 
 
+@given(table_ids, st.lists(st.tuples(st.binary(min_size=1, max_size=40),
+                                     st.integers(1, layout.MAX_FAMILY_ID)), max_size=20))
+def test_bulk_key_builders_give_the_one_key_builders_bytes(table_id: int, pairs) -> None:
+    keys = [k for k, _ in pairs]
+    rows = layout.bigtable_row_keys(table_id, keys)
+    assert rows == [layout.bigtable_row_key(table_id, k) for k in keys]
+    fids = [f for _, f in pairs]
+    assert layout.family_keys_of(rows, fids) == [layout.family_key_of(r, f) for r, f in zip(rows, fids)]
+
+
 def test_bigtable_row_key_golden() -> None:
     assert layout.bigtable_row_key(7, b"a\x00b").hex() == "1000000007016100ff6200"
     assert layout.bigtable_prefix_range(7, b"a\x00") == (

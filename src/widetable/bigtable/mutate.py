@@ -156,6 +156,46 @@ def size_added_bound(mutations: list) -> int:
     return n
 
 
+def plain_bound(families: dict[str, FamilySchema], mutations: object) -> int:
+    """For mutations that are all SetCells into plain (not aggregate) families and that
+    ``check_mutations`` would pass without a warning: what they can add to a row's
+    ``cells.blob_size`` (``size_added_bound``). -1 for any other list (check it with
+    ``check_mutations``). Checks only; nothing is read."""
+    if type(mutations) is not list and type(mutations) is not tuple:
+        return -1
+    if not mutations or len(mutations) > MAX_MUTATIONS:
+        return -1
+    bound = values = 0
+    for m in mutations:
+        if type(m) is not SetCell:
+            return -1
+        family = families.get(m.family) if type(m.family) is str else None
+        q, ts, v = m.qualifier, m.timestamp, m.value
+        if family is None or family.aggregate is not None or type(q) is not bytes \
+                or len(q) > MAX_QUALIFIER or type(ts) is not int \
+                or not (ts == SERVER_TIME or (ts >= 0 and not ts % 1000)) \
+                or type(v) is not bytes or len(v) > WARN_VALUE:
+            return -1
+        values += len(v)
+        bound += len(q) + len(v) + 8
+    return bound if values <= MAX_ROW else -1
+
+
+def check_row_size(key: bytes, row: dict[str, C.Columns], bound: int = -1) -> None:
+    """ParameterInvalid if ``row``'s families hold more than the row limit. ``bound``:
+    at least their ``blob_size``, or -1 if unknown; nothing is summed when it is within
+    the limit. A stored cell counts at most twice its encoded bytes in ``blob_size``, so
+    twice the stored bytes of the families read plus ``size_added_bound`` of the
+    mutations applied since is such a bound."""
+    if 0 <= bound <= MAX_ROW:
+        return
+    size = sum(C.blob_size(c) for c in row.values())
+    if size > MAX_ROW:
+        raise ParameterInvalid(
+            f"row {key[:32]!r} would hold {size} bytes in the families written, over the "
+            f"row limit of {MAX_ROW}")
+
+
 def families_touched(mutations: list, order: list[str]) -> list[str]:
     """The families a row's mutations change (every family for DeleteFromRow)."""
     if len(mutations) == 1:

@@ -22,11 +22,13 @@ from ..errors import ParameterInvalid, ServerBusy, WidetableError
 from ..keys import layout
 from . import cells as C
 from .cells import now_micros
+from .bulk import mutate_many
 from .mutate import (
     INT64_MAX,
     INT64_MIN,
     apply_mutations,
     check_mutations,
+    check_row_size,
     decode_int64,
     encode_int64,
     families_touched,
@@ -35,7 +37,6 @@ from .mutate import (
     wrap_int64,
 )
 from .types import (
-    MAX_ROW,
     BigtableRow,
     Cell,
     ReadModifyWriteRule,
@@ -269,7 +270,7 @@ class BigtableTable:
         now = now_micros()
         apply_mutations(t.families, row, mutations, now)
         self._collect(t, row, now)
-        self._check_size(key, row, old, size_added_bound(mutations))
+        check_row_size(key, row, 2 * old + size_added_bound(mutations))
         new = t.write_columns(row_key, row)
         t._record_write(part, row_key, new, old)
 
@@ -280,21 +281,6 @@ class BigtableTable:
             if rule is not None and columns:
                 expired = expired or _gc_expired()
                 C.collect_garbage(columns, expired, rule, now)
-
-    @staticmethod
-    def _check_size(key: bytes, row: dict[str, C.Columns], stored: int = -1, added: int = 0) -> None:
-        """ParameterInvalid if ``row``'s families hold more than the row limit. ``stored``:
-        the encoded bytes of those families' records before the mutations, ``added`` a
-        bound of what the mutations add (``size_added_bound``): a stored cell counts at
-        most twice its encoded bytes in ``blob_size``, so when twice ``stored`` plus
-        ``added`` is within the limit, nothing needs summing."""
-        if stored >= 0 and 2 * stored + added <= MAX_ROW:
-            return
-        size = sum(C.blob_size(c) for c in row.values())
-        if size > MAX_ROW:
-            raise ParameterInvalid(
-                f"row {key[:32]!r} would hold {size} bytes in the families written, over the "
-                f"row limit of {MAX_ROW}")
 
     def _locked_write(self, key: bytes, mutations: list, decide=None):
         """Check, route, lock, recheck and apply: the frame of every row write."""
@@ -333,91 +319,7 @@ class BigtableTable:
             total += len(entry[1]) if isinstance(entry[1], (list, tuple)) else 0
         if total > MAX_MUTATE_ROWS:
             raise ParameterInvalid(f"{total} mutations in one mutate_rows call, over {MAX_MUTATE_ROWS}")
-        return self._mutate_many(self._table(), entries)
-
-    def _mutate_many(self, t: FamilyTable, entries) -> list[WidetableError | None]:
-        """Every entry checked and routed, then all rows under their locks (stripe order)
-        and every row's records written in ONE engine batch. An entry that fails (a bad
-        value, throttled, over the row limit) gets its error and changes nothing."""
-        out: list[WidetableError | None] = [None] * len(entries)
-        ready = []
-        for i, (key, mutations) in enumerate(entries):
-            try:
-                key = check_row_key(key)
-                checked = check_mutations(t.families, mutations, t.name)
-                row_key = t.row_key(key)
-                ready.append((i, key, row_key, mutations, checked, t._route_write(row_key)))
-            except WidetableError as exc:
-                out[i] = exc
-        if not ready:
-            return out
-        schema = t.schema
-        locks = t._ctx.row_locks
-        held = locks.acquire([r[2] for r in ready])
-        try:
-            t.check_usable()
-            if t.schema is not schema:  # families changed while we waited: check again
-                ready = self._recheck(t, ready, out)
-            order, families = t.family_order, t.families
-            touched = [families_touched(r[4], order) for r in ready]
-            wanted = list(dict.fromkeys((r[2], n) for r, names in zip(ready, touched) for n in names))
-            blobs = t.read_blobs(wanted)  # one multi_get per column family for every row
-            decode = C.decode_columns
-            rows: dict[bytes, tuple[dict[str, C.Columns], int, object]] = {}
-            now = now_micros()
-            for (i, key, row_key, _, checked, part), names in zip(ready, touched):
-                try:
-                    seen = rows.get(row_key)
-                    if seen is None:  # first entry of this row: its cells decoded afresh,
-                        # changed in place (a failure drops them; the blobs stay as read)
-                        state = {n: decode(blobs.get((row_key, n))) for n in names}
-                        old = sum(len(blobs[(row_key, n)]) for n in names if (row_key, n) in blobs)
-                        apply_mutations(families, state, checked, now)
-                        self._collect(t, state, now)
-                        self._check_size(key, state, old, size_added_bound(checked))
-                        rows[row_key] = (state, old, part)
-                        continue
-                    state, old, part = seen  # a later entry of a row: applied to a copy
-                    for n in names:
-                        if n not in state:
-                            blob = blobs.get((row_key, n))
-                            state[n] = decode(blob)
-                            old += len(blob) if blob is not None else 0
-                    rows[row_key] = (state, old, part)
-                    new = {n: {q: list(v) for q, v in state[n].items()} for n in names}
-                    apply_mutations(families, new, checked, now)
-                    self._collect(t, new, now)
-                    self._check_size(key, {**state, **new})
-                    state.update(new)
-                except WidetableError as exc:
-                    out[i] = exc
-            batch = t._engine.batch()
-            sizes = [(row_key, t.write_columns(row_key, state, batch), old, part)
-                     for row_key, (state, old, part) in rows.items()]
-            t._engine.write(batch)
-        except WidetableError as exc:  # the table went, or the engine failed: none applied
-            for i, *_ in ready:
-                if out[i] is None:
-                    out[i] = exc
-            return out
-        finally:
-            locks.release(held)
-        for row_key, new_size, old, part in sizes:
-            t._record_write(part, row_key, new_size, old)
-        return out
-
-    @staticmethod
-    def _recheck(t: FamilyTable, ready: list, out: list) -> list:
-        """``ready`` checked again against the table's current families (an entry that no
-        longer passes gets its error in ``out`` and leaves)."""
-        kept = []
-        for i, key, row_key, mutations, _, part in ready:
-            try:
-                kept.append((i, key, row_key, mutations,
-                             check_mutations(t.families, mutations, t.name), part))
-            except WidetableError as exc:
-                out[i] = exc
-        return kept
+        return mutate_many(self._table(), entries)
 
     def check_and_mutate_row(self, key: bytes, predicate: object = None, true_mutations=(),
                              false_mutations=()) -> bool:
@@ -475,7 +377,7 @@ class BigtableTable:
                 C.put_cell(columns, q, max(now, ts0), new)
                 changed[(rule.family, q)] = None
             self._collect(t, row, now)
-            self._check_size(key, row)
+            check_row_size(key, row)
             t._record_write(part, row_key, t.write_columns(row_key, row), old)
             out = [Cell(f, q, *row[f][q][0]) for f, q in sorted(changed)]
             return BigtableRow(key, tuple(out))

@@ -278,6 +278,13 @@ def family_key_of(row_key_: bytes, family_id: int) -> bytes:
     return FAMILY_ROWS + row_key_[1:5] + family_id.to_bytes(2, "big") + row_key_[ROW_PK_OFFSET:]
 
 
+def family_keys_of(row_keys: list[bytes], family_ids: list[int]) -> list[bytes]:
+    """``family_key_of`` of each pair of ``row_keys`` and ``family_ids`` (one pass: a
+    bulk write's records)."""
+    return [FAMILY_ROWS + rk[1:5] + fid.to_bytes(2, "big") + rk[ROW_PK_OFFSET:]
+            for rk, fid in zip(row_keys, family_ids)]
+
+
 def row_key_of_family_key(key: bytes) -> bytes:
     """The 0x10 row key of the row a family key belongs to (what partitions route)."""
     return ROWS + key[1:5] + key[FAMILY_PK_OFFSET:]
@@ -322,6 +329,12 @@ def bigtable_row_key(table_id: int, key: bytes) -> bytes:
     """The 0x10 row key of Bigtable row ``key`` (partitions route it; the row's cells are
     under ``family_key_of(row_key, family_id)``)."""
     return ROWS + table_id.to_bytes(4, "big") + encode_bigtable_key(key)
+
+
+def bigtable_row_keys(table_id: int, keys: list[bytes]) -> list[bytes]:
+    """``bigtable_row_key`` of each of ``keys`` (one pass: a bulk write's rows)."""
+    head = ROWS + table_id.to_bytes(4, "big") + bytes((codec.CODE_BINARY,))
+    return [head + key.replace(b"\x00", b"\x00\xff") + b"\x00" for key in keys]
 
 
 def decode_bigtable_row_key(key: bytes, offset: int = ROW_PK_OFFSET) -> bytes:

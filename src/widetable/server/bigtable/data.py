@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...errors import ParameterInvalid, WidetableError
 from ...wire.bigtable import DATA, v2
 from ...wire.bigtable.convert import (
+    decode_entries,
     decode_filter,
     decode_mutations,
     decode_row_range,
@@ -92,23 +93,22 @@ class DataService:
         n = len(req.entries)
         if not n:
             raise ParameterInvalid("MutateRows has no entries")
-        total = sum(len(e.mutations) for e in req.entries)
+        entries, where, errors, total = decode_entries(req.entries)
         if total > MAX_ENTRIES:
             raise ParameterInvalid(f"MutateRows holds {total} mutations, over the limit of "
                                    f"{MAX_ENTRIES}")
         statuses: list = [None] * n
-        entries, where = [], []
-        for i, e in enumerate(req.entries):
-            try:
-                entries.append((e.row_key, decode_mutations(e.mutations, f"entries[{i}].mutations")))
-                where.append(i)
-            except WidetableError as exc:
-                statuses[i] = exc
+        for i, err in errors.items():
+            statuses[i] = err
         if entries:
-            for i, err in zip(where, table.mutate_rows(entries)):
-                statuses[i] = err
+            done = table.mutate_rows(entries)
+            if not errors and len(done) == n:
+                statuses = done
+            else:
+                for i, err in zip(where, done):
+                    statuses[i] = err
         return (encode_mutate_rows_response(
-            (0, "") if err is None else (status_of(err), details(err.message)) for err in statuses),)
+            [None if err is None else (status_of(err), details(err.message)) for err in statuses]),)
 
     def check_and_mutate_row(self, req, context):
         table = self.table(req, "CheckAndMutateRow")

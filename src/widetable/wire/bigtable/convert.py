@@ -24,7 +24,7 @@ from ...bigtable.types import (
     SetCell,
     TableInfo,
 )
-from ...errors import NotSupported, ParameterInvalid, describe
+from ...errors import NotSupported, ParameterInvalid, WidetableError, describe
 from . import admin, v2
 
 MAX_FILTER_DEPTH = 64  # nesting of chains, interleaves and conditions
@@ -280,6 +280,36 @@ def decode_mutations(mutations, what: str = "mutations", allow_empty: bool = Fal
     if not mutations and not allow_empty:
         raise ParameterInvalid(f"No mutations provided ({what} is empty)")
     return [decode_mutation(m) for m in mutations]
+
+
+def decode_entries(entries) -> tuple[list, list[int], dict[int, WidetableError], int]:
+    """A MutateRowsRequest's ``entries`` -> ``(pairs, where, errors, total)``: the
+    ``(row key, mutations)`` pairs the library takes, the index of each in the request,
+    the error of each entry that does not decode (``entries[i].mutations`` named), and
+    how many mutations the request holds. An entry of one SetCell, the common one, is
+    decoded in line."""
+    pairs: list = []
+    where: list[int] = []
+    errors: dict[int, WidetableError] = {}
+    total = 0
+    for i, e in enumerate(entries):
+        mutations = e.mutations
+        n = len(mutations)
+        total += n
+        if n == 1:
+            m = mutations[0]
+            if m.HasField("set_cell"):
+                s = m.set_cell
+                pairs.append((e.row_key, [SetCell(s.family_name, s.column_qualifier,
+                                                  s.timestamp_micros, s.value)]))
+                where.append(i)
+                continue
+        try:
+            pairs.append((e.row_key, decode_mutations(mutations, f"entries[{i}].mutations")))
+            where.append(i)
+        except WidetableError as exc:
+            errors[i] = exc
+    return pairs, where, errors, total
 
 
 def encode_mutation(mut):

@@ -144,23 +144,45 @@ def encode_rows(rows: Iterable[BigtableRow], max_message: int = MAX_MESSAGE,
         yield b"".join(out)
 
 
-def encode_mutate_rows_response(statuses) -> bytes:
+def encode_mutate_rows_response(statuses: list) -> bytes:
     """A serialized ``MutateRowsResponse``: ``statuses`` is one ``(code, message)`` per
-    entry, in order (``(0, "")`` for an applied one). Encoded by hand as ReadRows is: a
-    bulk write of 100 rows answers 100 entries.
+    entry, in order, or None for an applied one (so is ``(0, "")``). Encoded by hand as
+    ReadRows is: a bulk write of 100 rows answers 100 entries, most of them OK, and an
+    OK entry's bytes depend on its index alone (they are made once, ``_ok_entries``).
 
         entry := 0x0A len (0x08 index) (0x12 len Status)    Status := [0x08 code] [0x12 len message]
     """
+    ok = _ok_entries(len(statuses))
     out = []
-    for i, (code, message) in enumerate(statuses):
-        if code:
-            text = message.encode()
-            status = b"\x08" + varint(code) + (b"\x12" + varint(len(text)) + text if text else b"")
-        else:
-            status = b""
-        body = (b"\x08" + varint(i) if i else b"") + b"\x12" + varint(len(status)) + status
+    for i, status in enumerate(statuses):
+        if status is None or not status[0]:
+            out.append(ok[i])
+            continue
+        code, message = status
+        text = message.encode()
+        body = b"\x08" + varint(code) + (b"\x12" + varint(len(text)) + text if text else b"")
+        body = (b"\x08" + varint(i) if i else b"") + b"\x12" + varint(len(body)) + body
         out.append(b"\x0a" + varint(len(body)) + body)
     return b"".join(out)
+
+
+def _ok_entry(i: int) -> bytes:
+    body = (b"\x08" + varint(i) if i else b"") + b"\x12\x00"
+    return b"\x0a" + varint(len(body)) + body
+
+
+_OK_ENTRIES: list[bytes] = [_ok_entry(i) for i in range(1024)]  # never changed: replaced
+
+
+def _ok_entries(n: int) -> list[bytes]:
+    """The OK entries of indexes 0 to ``n - 1`` at least. A longer list replaces the
+    module's whole (a thread holding the old one reads it unchanged)."""
+    global _OK_ENTRIES
+    ok = _OK_ENTRIES
+    if len(ok) < n:
+        ok = ok + [_ok_entry(i) for i in range(len(ok), max(n, 2 * len(ok)))]
+        _OK_ENTRIES = ok
+    return ok
 
 
 class InvalidChunk(WidetableError):
