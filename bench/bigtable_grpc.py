@@ -22,7 +22,9 @@ against it is given. Every table holds 10,000 rows of one 100-byte cell.
 Each figure is operations per second over ``--seconds``, with the CPU per operation of
 the server process (from /proc) and of this client process: they show which side
 limits a ratio on a small shared machine, where the client's Python runs on the same
-cores as the servers. The run ends with where a raw call's server CPU goes: the library
+cores as the servers. The figures that a ratio compares (1, and 2 with 3) are measured
+in turns, ``ROUNDS`` slices each with the peers' order turned round every round, so
+that a change of the machine's load during the run falls on every peer alike. The run ends with where a raw call's server CPU goes: the library
 call and the handler timed in this process, the rest being the transport.
 """
 
@@ -118,8 +120,9 @@ def start_emulator(path: str) -> Peer:
 
 # -- timing --------------------------------------------------------------------------------
 
-def timed(op, seconds: float, threads: int = 1, pid: int | None = None) -> dict:
-    """``op(rng)`` on ``threads`` threads for ``seconds``: ops/s and server CPU µs per op."""
+def _slice(op, seconds: float, threads: int, pid: int | None) -> tuple[int, float, float, float]:
+    """``op(rng)`` on ``threads`` threads for ``seconds``: (operations, seconds, server CPU
+    seconds or NaN, this process's CPU seconds)."""
     before = tree_cpu_seconds(pid) if pid else None
     here = time.process_time()
     stop = time.monotonic() + seconds
@@ -127,7 +130,7 @@ def timed(op, seconds: float, threads: int = 1, pid: int | None = None) -> dict:
     errors: list[BaseException] = []
 
     def work(n: int) -> None:
-        rng = random.Random(n)
+        rng = random.Random(n + random.getrandbits(16))
         try:
             while time.monotonic() < stop:
                 op(rng)
@@ -143,11 +146,38 @@ def timed(op, seconds: float, threads: int = 1, pid: int | None = None) -> dict:
         t.join()
     if errors:
         raise RuntimeError(f"an operation failed: {errors[0]!r}") from errors[0]
-    elapsed, ops = time.monotonic() - start, max(sum(counts), 1)
+    elapsed = time.monotonic() - start
     after = tree_cpu_seconds(pid) if pid else None
-    cpu = (after - before) / ops * 1e6 if before is not None and after is not None else float("nan")
-    return {"ops": ops / elapsed, "cpu_us": cpu,
-            "client_cpu_us": (time.process_time() - here) / ops * 1e6}
+    server = after - before if before is not None and after is not None else float("nan")
+    return sum(counts), elapsed, server, time.process_time() - here
+
+
+def _figure(ops: int, elapsed: float, server: float, client: float) -> dict:
+    ops = max(ops, 1)
+    return {"ops": ops / elapsed, "cpu_us": server / ops * 1e6, "client_cpu_us": client / ops * 1e6}
+
+
+def timed(op, seconds: float, threads: int = 1, pid: int | None = None) -> dict:
+    """``op(rng)`` on ``threads`` threads for ``seconds``: ops/s and server CPU µs per op."""
+    return _figure(*_slice(op, seconds, threads, pid))
+
+
+ROUNDS = 3  # slices per peer of a figure compared across peers
+
+
+def alternated(peers: dict, seconds: float, threads: int = 1, rounds: int = ROUNDS) -> dict:
+    """``{peer: figure}`` of ``peers`` (``{peer: (op, server pid)}``) measured in turns:
+    ``rounds`` slices of ``seconds / rounds`` each, the peers' order turned round every
+    round, so that each peer meets the machine's load (other processes, a noisy
+    neighbour) as much as the others; each figure sums its peer's slices."""
+    sums = {name: [0, 0.0, 0.0, 0.0] for name in peers}
+    names = list(peers)
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            op, pid = peers[name]
+            for k, v in enumerate(_slice(op, seconds / rounds, threads, pid)):
+                sums[name][k] += v
+    return {name: _figure(*tally) for name, tally in sums.items()}  # type: ignore[arg-type]
 
 
 # -- the official data client ----------------------------------------------------------------
@@ -175,30 +205,45 @@ def load(host: str) -> None:
     client.close()
 
 
-def data_client_ops(host: str, seconds: float, pid: int | None) -> dict:
+def data_client_ops(peers: dict, seconds: float) -> dict:
+    """``{peer: {measure: figure}}``: the official data client's calls against each peer
+    (``{peer: (host, server pid)}``), each measure alternated across the peers."""
     from google.cloud.bigtable.data import ReadRowsQuery, RowMutationEntry, SetCell
 
-    client = _data_client(host)
-    t = client.get_table(INSTANCE, TABLE)
-    out = {}
-    out["read_row"] = timed(lambda r: t.read_row(b"user%06d" % r.randrange(ROWS)), seconds, pid=pid)
-    out["mutate_row"] = timed(lambda r: t.mutate_row(b"user%06d" % r.randrange(ROWS),
-                                                     SetCell("cf", b"field0", VALUE, 2000)),
-                              seconds, pid=pid)
+    clients = {name: _data_client(host) for name, (host, _) in peers.items()}
+    tables = {name: c.get_table(INSTANCE, TABLE) for name, c in clients.items()}
 
-    def bulk(r):
-        base = r.randrange(ROWS - 100)
-        t.bulk_mutate_rows([RowMutationEntry(b"user%06d" % (base + i),
-                                             [SetCell("cf", b"field0", VALUE, 3000)])
-                            for i in range(100)])
-    out["bulk_mutate_rows(100)"] = timed(bulk, seconds, pid=pid)
+    def read_row(t):
+        return lambda r: t.read_row(b"user%06d" % r.randrange(ROWS))
 
-    def scan(r):
-        n = len(t.read_rows(ReadRowsQuery()))
-        assert n == ROWS, n
-    out[f"read_rows({ROWS:,})"] = timed(scan, max(seconds, 3.0) if ROWS >= 10_000 else seconds,
-                                        pid=pid)
-    client.close()
+    def mutate_row(t):
+        return lambda r: t.mutate_row(b"user%06d" % r.randrange(ROWS),
+                                      SetCell("cf", b"field0", VALUE, 2000))
+
+    def bulk(t):
+        def op(r):
+            base = r.randrange(ROWS - 100)
+            t.bulk_mutate_rows([RowMutationEntry(b"user%06d" % (base + i),
+                                                 [SetCell("cf", b"field0", VALUE, 3000)])
+                                for i in range(100)])
+        return op
+
+    def scan(t):
+        def op(r):
+            n = len(t.read_rows(ReadRowsQuery()))
+            assert n == ROWS, n
+        return op
+
+    out: dict = {name: {} for name in peers}
+    for measure, make, secs in (("read_row", read_row, seconds), ("mutate_row", mutate_row, seconds),
+                                ("bulk_mutate_rows(100)", bulk, seconds),
+                                (f"read_rows({ROWS:,})", scan,
+                                 max(seconds, 3.0) if ROWS >= 10_000 else seconds)):
+        figures = alternated({name: (make(tables[name]), peers[name][1]) for name in peers}, secs)
+        for name, fig in figures.items():
+            out[name][measure] = fig
+    for c in clients.values():
+        c.close()
     return out
 
 
@@ -248,7 +293,9 @@ def official_pair(host: str, endpoint: str, seconds: float, pid: int | None) -> 
 
 # -- raw gRPC stubs and the native protocol ---------------------------------------------------
 
-def raw_stub_ops(host: str, seconds: float, threads: int, pid: int | None) -> dict:
+def raw_stub_ops(host: str):
+    """``({measure: op}, close)``: ReadRows of one row and MutateRow through raw gRPC
+    stubs on one channel (Bigtable's messages, no client library)."""
     import grpc
     from google.cloud.bigtable_v2 import types as dt
 
@@ -271,15 +318,14 @@ def raw_stub_ops(host: str, seconds: float, threads: int, pid: int | None) -> di
         got = list(read(reads[r.randrange(ROWS)]))
         assert got, "no row"
 
-    out = {"ReadRows(1 row)": timed(one_read, seconds, threads, pid),
-           "MutateRow": timed(lambda r: write(writes[r.randrange(ROWS)]), seconds, threads, pid)}
-    channel.close()
-    return out
+    return ({"ReadRows(1 row)": one_read,
+             "MutateRow": lambda r: write(writes[r.randrange(ROWS)])}, channel.close)
 
 
-def native_ops(endpoint: str, seconds: float, threads: int, pid: int | None) -> dict:
-    """get_row / put_row of a one-column row (100 bytes) of a Tablestore-model table,
-    through widetable.connect (widetable's own protocol), each thread its table object."""
+def native_ops(endpoint: str):
+    """``({measure: op}, close)``: get_row / put_row of a one-column row (100 bytes) of a
+    Tablestore-model table, through widetable.connect (widetable's own protocol), each
+    thread its table object."""
     import widetable
 
     db = widetable.connect(endpoint, access_key_id=KEY_ID, access_key_secret=SECRET)
@@ -298,10 +344,31 @@ def native_ops(endpoint: str, seconds: float, threads: int, pid: int | None) -> 
     def get(r):
         assert table().get_row(keys[r.randrange(ROWS)]) is not None
 
-    out = {"ReadRows(1 row)": timed(get, seconds, threads, pid),
-           "MutateRow": timed(lambda r: table().put_row(keys[r.randrange(ROWS)], {"field0": VALUE}),
-                              seconds, threads, pid)}
-    db.close()
+    return ({"ReadRows(1 row)": get,
+             "MutateRow": lambda r: table().put_row(keys[r.randrange(ROWS)], {"field0": VALUE})},
+            db.close)
+
+
+def raw_and_native(wt, emu, endpoint: str, seconds: float, threads: int) -> dict:
+    """``{"raw_grpc": {peer: {measure: figure}}, "native": {measure: figure}}``: raw gRPC
+    against each peer and the native protocol against widetable, each measure
+    alternated across the three."""
+    peers = {"widetable": (raw_stub_ops(wt.host), wt.proc.pid),
+             "native": (native_ops(endpoint), wt.proc.pid)}
+    if emu is not None:
+        peers["emulator"] = (raw_stub_ops(emu.host), emu.proc.pid)
+    out: dict = {"raw_grpc": {"widetable": {}}, "native": {}}
+    if emu is not None:
+        out["raw_grpc"]["emulator"] = {}
+    try:
+        for measure in ("ReadRows(1 row)", "MutateRow"):
+            figures = alternated({name: (ops[measure], pid) for name, ((ops, _), pid) in peers.items()},
+                                 seconds, threads)
+            for name, fig in figures.items():
+                (out["native"] if name == "native" else out["raw_grpc"][name])[measure] = fig
+    finally:
+        for (_, close), _ in peers.values():
+            close()
     return out
 
 
@@ -377,13 +444,11 @@ def run(seconds: float = 3.0, threads: int = 8, rows: int = ROWS) -> dict:
             peers.append(emu)
             load(emu.host)
             report["emulator"] = emulator_path
-        report["data_client"] = {"widetable": data_client_ops(wt.host, seconds, wt.proc.pid)}
+        hosts = {"widetable": (wt.host, wt.proc.pid)}
         if emu is not None:
-            report["data_client"]["emulator"] = data_client_ops(emu.host, seconds, emu.proc.pid)
-        report["raw_grpc"] = {"widetable": raw_stub_ops(wt.host, seconds, threads, wt.proc.pid)}
-        if emu is not None:
-            report["raw_grpc"]["emulator"] = raw_stub_ops(emu.host, seconds, threads, emu.proc.pid)
-        report["native"] = native_ops(endpoint, seconds, threads, wt.proc.pid)
+            hosts["emulator"] = (emu.host, emu.proc.pid)
+        report["data_client"] = data_client_ops(hosts, seconds)
+        report.update(raw_and_native(wt, emu, endpoint, seconds, threads))
         report["official"] = official_pair(wt.host, endpoint, seconds, wt.proc.pid)
         report["layers"] = layers(Path(tmp.name))
     finally:
