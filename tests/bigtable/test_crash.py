@@ -97,3 +97,62 @@ def test_sigkill_loses_no_acknowledged_mutation_and_tears_no_row(tmp_path) -> No
         kill_after(str(script), [path, str(base)], rng.randrange(50, 400), on_line, pause=rng.random() / 20)
         base = check(path, acked) + 1000
     assert len(acked) == ROWS
+
+
+BULK_ROWS = 200
+BULK_CHILD = textwrap.dedent(
+    """
+    import sys
+    import widetable
+    from widetable import WidetableError
+    from widetable.bigtable import FamilySpec, SetCell
+
+    path, base = sys.argv[1], int(sys.argv[2])
+    db = widetable.open(path, purge_interval=None)
+    try:
+        db.bigtable.create_table("bulk", [FamilySpec("a")])
+    except WidetableError:
+        pass
+    t = db.bigtable.table("bulk")
+    print("ready", flush=True)
+    gen = base
+    while True:
+        gen += 1
+        keys = sorted({b"r%%03d" %% ((gen * 13 + j * 7) %% %d) for j in range(40)})
+        # one SetCell per row (the one-entry rows' path), and the first row again
+        entries = [(k, [SetCell("a", b"g%%d" %% gen, 1000, b"%%d" %% gen)]) for k in keys]
+        entries.append((keys[0], [SetCell("a", b"last", 1000, b"%%d" %% gen)]))
+        assert t.mutate_rows(entries) == [None] * len(entries)
+        print(f"batch {gen}", flush=True)
+    """ % BULK_ROWS
+)
+
+
+def bulk_keys(gen: int) -> list[bytes]:
+    return sorted({b"r%03d" % ((gen * 13 + j * 7) % BULK_ROWS) for j in range(40)})
+
+
+def test_sigkill_during_mutate_rows_keeps_every_acknowledged_call_whole(tmp_path) -> None:
+    """The rows of one mutate_rows call are one engine batch: after SIGKILL, an
+    acknowledged call is there in every row it wrote, and any call found in one row
+    (acknowledged or not) is found in all of its rows."""
+    path = str(tmp_path / "store")
+    script = tmp_path / "bulk_child.py"
+    script.write_text(BULK_CHILD)
+    acked: list[int] = []
+    rng = random.Random(29)
+    base = 0
+    for _ in range(3):
+        kill_after(str(script), [path, str(base)], rng.randrange(50, 300),
+                   lambda line: acked.append(int(line.split()[1])), pause=rng.random() / 20)
+        with widetable.open(path, purge_interval=None) as db:
+            rows = {r.key: {c.qualifier: c.value for c in r.cells}
+                    for r in db.bigtable.table("bulk").read_rows()}
+        found = {int(q[1:]) for cells in rows.values() for q in cells if q.startswith(b"g")}
+        assert set(acked) <= found, f"acknowledged calls lost: {sorted(set(acked) - found)[:5]}"
+        for gen in found:
+            whole = [k for k in bulk_keys(gen) if rows.get(k, {}).get(b"g%d" % gen) == b"%d" % gen]
+            assert whole == bulk_keys(gen), f"call {gen} is in rows {whole} only"
+        newest = max(found)
+        assert rows[bulk_keys(newest)[0]][b"last"] == b"%d" % newest  # the row written twice
+        base = newest + 1000

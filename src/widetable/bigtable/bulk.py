@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import WidetableError
+from ..errors import ParameterInvalid, WidetableError
 from ..keys import layout
 from . import cells as C
 from .cells import now_micros
@@ -44,16 +44,27 @@ from .types import MAX_QUALIFIER, MAX_ROW, MAX_ROW_KEY, SERVER_TIME, WARN_VALUE,
 if TYPE_CHECKING:
     from .store import FamilyTable
 
+MAX_MUTATE_ROWS = 100_000  # mutations in one mutate_rows call, as Bigtable
+
 # An entry once checked: (index, key, mutations, families touched, size bound, plain).
 # ``plain``: SetCells into plain families only (applying them cannot fail).
 
 
 def _check(families, items, table: str, out: list) -> list[tuple]:
     """The entries of ``items`` (``(index, entry)`` pairs) that pass their checks; the
-    error of one that fails goes in ``out`` at its index."""
+    error of one that fails goes in ``out`` at its index. ParameterInvalid for the whole
+    call if an entry is no pair, or over ``MAX_MUTATE_ROWS`` mutations in all (nothing
+    is routed or written before this returns)."""
     ok = []
     append = ok.append
-    for i, (key, mutations) in items:
+    total = 0
+    for i, entry in items:
+        if type(entry) is not tuple or len(entry) != 2:
+            if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+                raise ParameterInvalid(f"an entry is (row key, mutations), got {entry!r:.80}")
+        key, mutations = entry
+        if isinstance(mutations, (list, tuple)):
+            total += len(mutations)
         if type(key) is bytes and 0 < len(key) <= MAX_ROW_KEY and type(mutations) is list \
                 and len(mutations) == 1:  # the common entry, one plain SetCell, in line
             m = mutations[0]
@@ -79,13 +90,15 @@ def _check(families, items, table: str, out: list) -> list[tuple]:
                 append((i, key, checked, None, size_added_bound(checked), False))
         except WidetableError as exc:
             out[i] = exc
+    if total > MAX_MUTATE_ROWS:
+        raise ParameterInvalid(f"{total} mutations in one mutate_rows call, over {MAX_MUTATE_ROWS}")
     return ok
 
 
 def mutate_many(t: FamilyTable, entries) -> list[WidetableError | None]:
-    """The statuses of ``entries`` (already checked to be ``(key, mutations)`` pairs),
-    in order: None where applied, else the error that stopped that entry (it changed
-    nothing). See the module doc."""
+    """The statuses of ``entries`` (``(key, mutations)`` pairs), in order: None where
+    applied, else the error that stopped that entry (it changed nothing). See the
+    module doc."""
     out: list[WidetableError | None] = [None] * len(entries)
     ok = _check(t.families, enumerate(entries), t.name, out)
     # row key -> [partition, entry, entry, ...] (a row's entries in their order)

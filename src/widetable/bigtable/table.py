@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from .store import FamilyTable
 
 PAGE_ROWS = 256  # rows of a range read counted on its partitions at a time
-MAX_MUTATE_ROWS = 100_000  # mutations in one mutate_rows call, as Bigtable
 _first, _second = itemgetter(0), itemgetter(1)
 
 
@@ -309,16 +308,11 @@ class BigtableTable:
         """Apply each ``(key, mutations)`` entry as ``mutate_row`` would, in order; a status
         per entry (None: applied). One entry's failure does not stop the others. The
         applied entries are written in one engine batch (entries of one row apply in
-        turn), under the rows' locks taken in stripe order."""
+        turn), under the rows' locks taken in stripe order (``bulk.py``). An entry that is
+        no ``(key, mutations)`` pair, or more than 100,000 mutations in all, is
+        ``OTSParameterInvalid`` for the whole call (nothing is written)."""
         if not isinstance(entries, (list, tuple)) or not entries:
             raise ParameterInvalid(f"mutate_rows needs at least one entry, got {entries!r:.80}")
-        total = 0
-        for entry in entries:
-            if not isinstance(entry, (list, tuple)) or len(entry) != 2:
-                raise ParameterInvalid(f"an entry is (row key, mutations), got {entry!r:.80}")
-            total += len(entry[1]) if isinstance(entry[1], (list, tuple)) else 0
-        if total > MAX_MUTATE_ROWS:
-            raise ParameterInvalid(f"{total} mutations in one mutate_rows call, over {MAX_MUTATE_ROWS}")
         return mutate_many(self._table(), entries)
 
     def check_and_mutate_row(self, key: bytes, predicate: object = None, true_mutations=(),

@@ -102,6 +102,30 @@ def test_bulk_mutate_rows_reports_the_failing_entry_and_applies_the_rest(data_cl
     assert [r.row_key for r in t.read_rows(ReadRowsQuery())] == [b"ok1", b"ok2"]
 
 
+def test_bulk_mutate_rows_statuses_per_entry_and_a_row_twice_in_order(data_client, make_table):
+    """Good and bad entries mixed, one row three times: each bad entry fails alone with
+    its own status (the client reports it at its index), and the entries of a row apply
+    in their order (the second deletes what the first set and sets it anew)."""
+    t = data_client.get_table(INSTANCE, make_table({"cf": None, "cf2": None}))
+    t.mutate_row(b"r", [SetCell("cf", b"old", b"o", 1000)])
+    entries = [RowMutationEntry(b"r", [SetCell("cf", b"a", b"1", 1000), SetCell("cf2", b"x", b"1", 1000)]),
+               RowMutationEntry(b"bad1", [SetCell("nosuchfamily", b"q", b"x", 1000)]),
+               RowMutationEntry(b"r", [DeleteAllFromFamily("cf"), SetCell("cf", b"a", b"2", 2000)]),
+               RowMutationEntry(b"bad2", [SetCell("cf", b"q", b"x", 1001)]),  # not a millisecond
+               RowMutationEntry(b"s", [SetCell("cf", b"q", b"s", 1000)]),
+               RowMutationEntry(b"r", [SetCell("nosuchfamily", b"a", b"3", 3000)]),
+               RowMutationEntry(b"r", [DeleteRangeFromColumn("cf2", b"x", 0, 2000)])]
+    with pytest.raises(MutationsExceptionGroup) as info:
+        t.bulk_mutate_rows(entries)
+    failed = {e.index: e.__cause__ for e in info.value.exceptions}
+    assert sorted(failed) == [1, 3, 5]
+    assert "nosuchfamily" in str(failed[1]) and "nosuchfamily" in str(failed[5])
+    assert isinstance(failed[3], gexc.InvalidArgument) and "1001" in str(failed[3])
+    assert cells_of(t.read_row(b"r")) == [("cf", b"a", 2000, b"2")]
+    assert cells_of(t.read_row(b"s")) == [("cf", b"q", 1000, b"s")]
+    assert [r.row_key for r in t.read_rows(ReadRowsQuery())] == [b"r", b"s"]
+
+
 def test_mutations_batcher_writes_everything(data_client, make_table):
     t = data_client.get_table(INSTANCE, make_table())
     with t.mutations_batcher(flush_limit_mutation_count=30) as batcher:
