@@ -173,15 +173,17 @@ def _apply(t: FamilyTable, rows: dict[bytes, list], out: list) -> list:
     at = 0  # where the row's records start in keys / names / blobs
     for (row_key, row), touched in zip(rows.items(), spans):
         if len(touched) == 1 and len(row) == 2:  # one entry, one family: the common row
-            (i, key, mutations, _, bound, plain), name = row[1], touched[0]
+            entry = row[1]
             blob = blobs[at]
             old = 0 if blob is None else len(blob)
-            if plain and 2 * old + bound <= MAX_ROW:  # it cannot fail
-                state = {name: decode(blob)}
-                _set_cells(state, mutations, now)
+            if entry[5] and 2 * old + entry[4] <= MAX_ROW:  # plain, within the limit: cannot fail
+                name = touched[0]
+                columns = decode(blob)
+                for m in entry[2]:  # all of them into this family
+                    _put(columns, m, now)
                 if rules[name] is not None:
-                    _collect(rules, state, touched, now)
-                blob = encode(state[name])
+                    _collect(rules, {name: columns}, touched, now)
+                blob = encode(columns)
                 if blob is None:  # GC left nothing
                     batch.delete(keys[at], stores[name].handle)
                     sizes.append((row[0], row_key, 0, old))
@@ -267,17 +269,21 @@ def _merge(t: FamilyTable, row: list, state: dict[str, C.Columns], stored: list,
 def _set_cells(state: dict[str, C.Columns], mutations, now: int) -> None:
     """Plain SetCells (checked by ``plain_bound``) applied to ``state`` in place."""
     for m in mutations:
-        ts = m.timestamp
-        if ts == SERVER_TIME:
-            ts = now
-        columns = state[m.family]
-        versions = columns.get(m.qualifier)
-        if versions is None:
-            columns[m.qualifier] = [(ts, m.value)]
-        elif versions[0][0] == ts:
-            versions[0] = (ts, m.value)
-        else:
-            C.put_cell(columns, m.qualifier, ts, m.value)
+        _put(state[m.family], m, now)
+
+
+def _put(columns: C.Columns, m, now: int) -> None:
+    """One plain SetCell applied to its family's ``columns`` in place."""
+    ts = m.timestamp
+    if ts == SERVER_TIME:
+        ts = now
+    versions = columns.get(m.qualifier)
+    if versions is None:
+        columns[m.qualifier] = [(ts, m.value)]
+    elif versions[0][0] == ts:
+        versions[0] = (ts, m.value)
+    else:
+        C.put_cell(columns, m.qualifier, ts, m.value)
 
 
 def _collect(rules: dict, state: dict[str, C.Columns], names, now: int) -> None:
