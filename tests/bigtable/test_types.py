@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from widetable.bigtable import types as T
 from widetable.errors import ParameterInvalid
@@ -72,3 +74,12 @@ def test_family_spec_checks():
         T.check_family_spec(T.FamilySpec("cf", aggregate="avg"))
     with pytest.raises(ParameterInvalid, match="FamilySpec"):
         T.check_family_spec("cf")
+
+
+@given(st.text(max_size=5), st.binary(max_size=5), st.integers(-1, 10**12), st.binary(max_size=5))
+def test_make_set_cell_makes_what_set_cell_makes(family, qualifier, ts, value) -> None:
+    made, plain = T.make_set_cell(family, qualifier, ts, value), T.SetCell(family, qualifier, ts, value)
+    assert type(made) is T.SetCell and made == plain and hash(made) == hash(plain)
+    assert repr(made) == repr(plain)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.value = b"x"  # type: ignore[misc]

@@ -83,6 +83,31 @@ class SetCell:
     value: bytes
 
 
+def _slot_builder(cls):
+    """A function making ``cls`` (a frozen, slotted dataclass) from its fields in order,
+    as its ``__init__`` does but through the slots' own setters (the ``__init__`` of a
+    frozen dataclass calls ``object.__setattr__`` per field: 0.6 against 0.35 µs for a
+    SetCell). For decoders that make one per entry of a large request."""
+    new = cls.__new__
+    setters = tuple(getattr(cls, name).__set__ for name in cls.__slots__)
+    if len(setters) != 4:
+        raise TypeError(f"{cls.__name__} has {len(setters)} fields, not 4")
+    s0, s1, s2, s3 = setters
+
+    def build(a, b, c, d):
+        obj = new(cls)
+        s0(obj, a)
+        s1(obj, b)
+        s2(obj, c)
+        s3(obj, d)
+        return obj
+
+    return build
+
+
+make_set_cell = _slot_builder(SetCell)  # make_set_cell(family, qualifier, timestamp, value)
+
+
 @dataclass(frozen=True, slots=True)
 class DeleteFromColumn:
     """Delete the versions of one column in ``[start, end)`` micros (None = unbounded)."""

@@ -23,6 +23,7 @@ from ...bigtable.types import (
     RowSet,
     SetCell,
     TableInfo,
+    make_set_cell,
 )
 from ...errors import NotSupported, ParameterInvalid, WidetableError, describe
 from . import admin, v2
@@ -300,8 +301,8 @@ def decode_entries(entries) -> tuple[list, list[int], dict[int, WidetableError],
             m = mutations[0]
             if m.HasField("set_cell"):
                 s = m.set_cell
-                pairs.append((e.row_key, [SetCell(s.family_name, s.column_qualifier,
-                                                  s.timestamp_micros, s.value)]))
+                pairs.append((e.row_key, [make_set_cell(s.family_name, s.column_qualifier,
+                                                        s.timestamp_micros, s.value)]))
                 where.append(i)
                 continue
         try:
