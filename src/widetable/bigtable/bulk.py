@@ -215,8 +215,8 @@ def _multi_get(stores: dict, keys: list[bytes], names: list[str]) -> list[bytes 
     """The stored value of each of ``keys`` (family ``names``' records): one multi_get
     per column family."""
     first = stores[names[0]]
-    if all(stores[n] is first for n in names):
-        return first.multi_get(keys)
+    if len(set(map(id, stores.values()))) == 1 or all(stores[n] is first for n in names):
+        return first.multi_get(keys)  # one column family (most tables: one storage profile)
     groups: dict[int, tuple[object, list[int]]] = {}
     for j, n in enumerate(names):
         store = stores[n]
