@@ -18,7 +18,9 @@ from functools import lru_cache
 
 from ..errors import ParameterInvalid, describe
 from . import analyzers, geo
-from .documents import FieldLayout, Rejected, Slot, as_points, convert_scalar, decode_src, doc_id
+from .documents import (
+    ROW_ID, FieldLayout, Rejected, Slot, as_points, convert_scalar, decode_src, doc_id,
+)
 from .query import (
     AND, BoolQuery, ConstScoreQuery, ExistsQuery, FunctionScoreQuery, GeoBoundingBoxQuery,
     GeoDistanceQuery, GeoPolygonQuery, MatchAllQuery, MatchPhraseQuery, MatchQuery, NestedQuery,
@@ -225,17 +227,31 @@ class Compiler:
                                    f"{slot.field.name!r} is {slot.field.type}")
         test, inner, edge = self._geo_cells(slot, q)
         name = slot.field.name
-        ids = []
+        passed = None
         if edge:
             cand = self._rows_only(s.q_terms(slot.name, edge))
-            ids = [doc_owner(pk) for pk, values in self._candidates(cand)
-                   if any(test(lat, lon) for lat, lon in as_points(values.get(name)))]
+            if slot.point is not None:  # layout 3: the coordinates are fast values
+                passed = self._row_ids(cand, slot.point, test)
+            else:
+                passed = self._ids([doc_owner(pk) for pk, values in self._candidates(cand)
+                                    if any(test(lat, lon) for lat, lon in as_points(values.get(name)))])
         if not inner:
-            return self._ids(ids)
+            return passed if passed is not None else s.q_none()
         inside = self._rows_only(s.q_const(s.q_terms(slot.name, inner), 1.0))
-        if not ids:
+        if passed is None:
             return inside
-        return s.q_bool([("should", inside), ("should", self._ids(ids))], 1)
+        return s.q_bool([("should", inside), ("should", passed)], 1)
+
+    def _row_ids(self, cand, point: tuple[str, str], test):
+        """The row documents of ``cand`` whose point (fast fields ``point``) passes ``test``,
+        as a query on their ``_rid``."""
+        s, se = self.shard, self.searcher
+        addrs = s.addresses(se, cand, self._limit)
+        lats = s.fast_values(se, point[0], addrs)
+        lons = s.fast_values(se, point[1], addrs)
+        rids = s.fast_values(se, ROW_ID, addrs)
+        return s.q_const(s.q_terms(ROW_ID, [r for la, lo, r in zip(lats, lons, rids)
+                                            if la is not None and test(la, lo)]), 1.0)
 
     def _geo_cells(self, slot: Slot, q) -> tuple:
         """The plan of ``q`` (``geo_plans``) that costs this shard least: term lookups
@@ -248,8 +264,9 @@ class Compiler:
         docs = sum(s.doc_freq(se, slot.name, c) for c in cover)
         area = sum(geo.cell_area(c) for c in cover)
         density = docs / area if area > 0 else 0.0
+        each = CANDIDATE_COST if slot.point is None else FAST_CANDIDATE_COST
         best = min(plans, key=lambda p: _lookup_cost(len(p[0])) + _lookup_cost(len(p[1]))
-                   + CANDIDATE_COST * density * p[2])
+                   + each * density * p[2])
         return test, best[0], best[1]
 
     def _rows_only(self, query):
@@ -320,9 +337,9 @@ def _circle_inside(clat: float, clon: float, d: float, box: tuple) -> object:
 
 
 # Relative costs (measured, microseconds): a term lookup in a Bool of term queries, and a
-# candidate read from its stored source and tested exactly; a term set query costs about
-# 200 whatever its size (see ``Shard.q_terms``).
-TERM_COST, TERM_SET_COST, CANDIDATE_COST = 2.5, 200.0, 4.0
+# candidate read from its stored source and tested exactly, or from its fast values (layout
+# 3); a term set query costs about 200 whatever its size (see ``Shard.q_terms``).
+TERM_COST, TERM_SET_COST, CANDIDATE_COST, FAST_CANDIDATE_COST = 2.5, 200.0, 4.0, 0.5
 PLAN_BUDGETS = (16, 48, 128, geo.REFINED_CELLS, 1024)  # cells in all, one plan each
 
 

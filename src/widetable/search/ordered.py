@@ -39,20 +39,24 @@ GROUP_LIMIT = 4096  # a query matching up to this many documents orders a cut gr
 # values (``_tied_group``) instead of filtering by the tied value
 
 
-def first(shard, searcher, query, levels: list[tuple], want: int, counted: bool = False):
+def first(shard, searcher, query, levels: list[tuple], want: int, counted: bool = False,
+          valued: list | None = None):
     """Addresses of documents of ``query`` that include its first ``want`` in the order of
     ``levels``: ``(field, desc)``, or ``(field, desc, has)`` for a field that documents may
     lack (they come last, in any direction; ``has`` is the query of those that have it).
     ``counted``: ``(addresses, how many documents match query)``, the count taken by the
-    first search when there is one."""
+    first search when there is one. ``valued``: when the answer came from one search by
+    one level, ``[name, [(value, address)]]`` is put in it (the caller can merge shards by
+    those values before reading any document)."""
     if not counted:
-        return _first(shard, searcher, query, levels, want, None)
+        return _first(shard, searcher, query, levels, want, None, valued)
     total: list = []
-    out = _first(shard, searcher, query, levels, want, total)
+    out = _first(shard, searcher, query, levels, want, total, valued)
     return out, (total[0] if total else shard.count(searcher, query))
 
 
-def _first(shard, searcher, query, levels: list[tuple], want: int, total: list | None) -> list:
+def _first(shard, searcher, query, levels: list[tuple], want: int, total: list | None,
+           valued: list | None = None) -> list:
     out: list = []
     q = query
     for at, level in enumerate(levels):
@@ -69,12 +73,16 @@ def _first(shard, searcher, query, levels: list[tuple], want: int, total: list |
         else:
             hits = shard.top_by(searcher, q, name, want + SLACK, desc)
         if len(hits) < want + SLACK:  # every document of q
+            if valued is not None and not out and q is query:
+                valued += [name, hits]
             return out + [a for _, a in hits]
         b = hits[want - 1][0]
         end = want
         while end < len(hits) and hits[end][0] == b:
             end += 1
         if end < len(hits):  # b's group ends among the hits: every tie is there
+            if valued is not None and not out and q is query:
+                valued += [name, hits[:end]]
             return out + [a for _, a in hits[:end]]
         keep = [a for v, a in hits[:want] if v != b]
         out += keep

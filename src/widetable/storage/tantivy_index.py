@@ -55,7 +55,7 @@ class Shard:
     """
 
     def __init__(self, path: str | None, fields: list[tuple[str, str]], pk_levels: int = 0,
-                 heap: int = HEAP) -> None:
+                 heap: int = HEAP, order_field: bool = False) -> None:
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("_owner", tokenizer_name="raw", index_option="basic")
         sb.add_text_field("_kind", tokenizer_name="raw", index_option="basic")
@@ -64,7 +64,8 @@ class Shard:
         sb.add_bytes_field("_src", stored=True)
         self.kinds: dict[str, str] = {}
         self.pk_levels = pk_levels
-        self.level_names = [f"_k{i}" for i in range(pk_levels)]
+        self.level_names = (["_o"] if order_field else []) + [f"_k{i}" for i in range(pk_levels)]
+        self._level_at = {name: i for i, name in enumerate(self.level_names)}
         if pk_levels:
             for name in self.level_names:
                 sb.add_integer_field(name, fast=True)
@@ -83,6 +84,8 @@ class Shard:
                 sb.add_integer_field(name, indexed=True, fast=True)
             elif kind == "float":
                 sb.add_float_field(name, indexed=True, fast=True)
+            elif kind == "fastfloat":  # read back by address only (a point's coordinates)
+                sb.add_float_field(name, fast=True)
             elif kind == "bool":
                 sb.add_boolean_field(name, indexed=True, fast=True)
             else:
@@ -120,6 +123,11 @@ class Shard:
             return None
         return [lo[0][0], hi[0][0]]
 
+    def max_value(self, name: str) -> int:
+        """The highest value of integer fast field ``name`` in the index (-1: none)."""
+        span = self._span(name)
+        return -1 if span is None else span[1]
+
     def _levels_changed(self) -> None:
         idx = sorted(self._const)
         self._const_vals = tuple(self._const[i] for i in idx)
@@ -143,7 +151,7 @@ class Shard:
 
     def constant(self, name: str) -> bool:
         """Whether every document ever added holds one value in level ``name``."""
-        i = self.level_names.index(name) if name.startswith("_k") and name in self.level_names else -1
+        i = self._level_at.get(name, -1)
         return i >= 0 and self._const.get(i) is not None
 
     # -- writing ---------------------------------------------------------------------
@@ -184,7 +192,7 @@ class Shard:
                     pre.append((name, PreTokenizedString(joined, toks)))
                     continue
                 value = joined  # the whitespace tokenizer gives the tokens back
-            elif k == "float":
+            elif k == "float" or k == "fastfloat":
                 value = value + 0.0  # type: ignore[operator] # -0.0 sorts as 0.0
             got = fields.get(name)
             if got is None:
