@@ -197,3 +197,32 @@ def test_layout_2_is_served_until_a_rebuild(tmp_path):
     rep = db.verify_search_index("t", "ix")
     assert not (rep.missing or rep.stale or rep.extra)
     db.close()
+
+
+@pytest.mark.parametrize("layout", [LAYOUT, 2])
+def test_shards_merge_by_value_only_after_the_same_constant_levels(tmp_path, layout):
+    """Routed by the first key column, each shard's keys share their first 8 bytes (a
+    constant level skipped there) and differ from the other shard's: the shards' values of
+    the next level do not compare, so the page must not be cut by them."""
+    from widetable.search.documents import shard_of
+    from widetable.search.schema import IndexMeta
+    path = str(tmp_path / "s")
+    db = widetable.open(path, purge_interval=None)
+    t = db.create_table("t", [("a", "STRING"), ("b", "STRING")])
+    meta = IndexMeta("t", "ix", 0, (), routing_fields=("a",), shards=2)
+    heads = {}
+    for c in "abcdefghij":  # two 7-byte values that route to different shards
+        heads.setdefault(shard_of(meta, ("a", "b"), (c * 7, "")), c * 7)
+    lo, hi = sorted(heads.values())
+    keys = [(lo, f"z{i:03d}") for i in range(30)] + [(hi, f"a{i:03d}") for i in range(30)]
+    for k in keys:
+        t.put_row(k, {"g": 1})
+    db.create_search_index("t", "ix", [("g", "LONG")], routing_fields=["a"], shards=2)
+    assert db.wait_for_search_indexes("t", "ix", timeout=60)
+    if layout != LAYOUT:
+        db.close()
+        db = as_layout(path, "t", "ix", layout)
+    for page in (5, 31):
+        assert _pages(db, "t", MatchAllQuery(), False, page) == sorted(keys)
+        assert _pages(db, "t", TermQuery("g", 1), True, page) == sorted(keys, reverse=True)
+    db.close()

@@ -352,9 +352,9 @@ class Searcher:
 def _decoded(found: list, want: int, full: bool, desc: bool) -> list[tuple[list, int]]:
     """``([(pk, values, stored)], total)`` of each shard's ``(shard, searcher, addresses,
     valued, total)``, ``full``: every value decoded (else only the keys). When every shard
-    found its part by one search on one level (``valued``), only the documents up to the
-    ``want``-th value of all the shards are read: one after it has ``want`` documents
-    before it in the order, wherever they are."""
+    found its part by one search on one level after the same constant levels
+    (``valued``), only the documents up to the ``want``-th value of all the shards are
+    read: one after it has ``want`` documents before it in the order, wherever they are."""
     d = decode_src if full else decode_src_lazy
     cut: object = _ALL
     valued = [f[3] for f in found]

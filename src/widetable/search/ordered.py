@@ -46,8 +46,9 @@ def first(shard, searcher, query, levels: list[tuple], want: int, counted: bool 
     lack (they come last, in any direction; ``has`` is the query of those that have it).
     ``counted``: ``(addresses, how many documents match query)``, the count taken by the
     first search when there is one. ``valued``: when the answer came from one search by
-    one level, ``[name, [(value, address)]]`` is put in it (the caller can merge shards by
-    those values before reading any document)."""
+    one level, ``[(name, values of the constant levels before it), [(value, address)]]`` is
+    put in it (shards that agree on the first part can be merged by those values before
+    any document is read)."""
     if not counted:
         return _first(shard, searcher, query, levels, want, None, valued)
     total: list = []
@@ -59,11 +60,13 @@ def _first(shard, searcher, query, levels: list[tuple], want: int, total: list |
            valued: list | None = None) -> list:
     out: list = []
     q = query
+    skipped: list = []  # the values of the constant levels passed over
     for at, level in enumerate(levels):
         name, desc = level[0], level[1]
         if want <= 0:
             return out
         if shard.constant(name):
+            skipped.append(shard.level_value(name))
             continue  # one value in every document: it orders nothing
         n = None  # how many documents q matches: known at the first search, which counts
         if q is query:
@@ -74,7 +77,7 @@ def _first(shard, searcher, query, levels: list[tuple], want: int, total: list |
             hits = shard.top_by(searcher, q, name, want + SLACK, desc)
         if len(hits) < want + SLACK:  # every document of q
             if valued is not None and not out and q is query:
-                valued += [name, hits]
+                valued += [(name, tuple(skipped)), hits]
             return out + [a for _, a in hits]
         b = hits[want - 1][0]
         end = want
@@ -82,7 +85,7 @@ def _first(shard, searcher, query, levels: list[tuple], want: int, total: list |
             end += 1
         if end < len(hits):  # b's group ends among the hits: every tie is there
             if valued is not None and not out and q is query:
-                valued += [name, hits[:end]]
+                valued += [(name, tuple(skipped)), hits[:end]]
             return out + [a for _, a in hits[:end]]
         keep = [a for v, a in hits[:want] if v != b]
         out += keep

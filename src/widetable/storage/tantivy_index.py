@@ -149,6 +149,11 @@ class Shard:
                 del self._const[i]
         self._levels_changed()
 
+    def level_value(self, name: str) -> int | None:
+        """The one value every document ever added holds in level ``name``, or None."""
+        i = self._level_at.get(name, -1)
+        return None if i < 0 else self._const.get(i)
+
     def constant(self, name: str) -> bool:
         """Whether every document ever added holds one value in level ``name``."""
         i = self._level_at.get(name, -1)
