@@ -84,6 +84,16 @@ def test_value_keeps_keys_apart_in_the_synced_shape():
     assert max(ties.values()) <= frame.STRIDE and len(ties) > 0.8 * len(two)
 
 
+def test_golden_value():
+    """The example in docs/format.md (embedded in on-disk data: DO NOT CHANGE)."""
+    fr = frame.OrderFrame()
+    fr.add_page([codec.encode_tuple(("card00000000",))], codec.encode_tuple(("card00000032",)))
+    assert fr.lcps == [11]
+    assert fr.value(codec.encode_tuple(("card00000020",))) + 2**63 == 0x132300000000
+    assert fr.value(b"") + 2**63 == 0  # below every bound, sharing nothing
+    assert fr.value(b"\xff") + 2**63 == (2 << 44) | (31 << 39) | (0xFF << 31)
+
+
 def _pages(db, table, q, desc: bool, page: int) -> list:
     got, token = [], None
     sort = [PrimaryKeySort(DESC)] if desc else None

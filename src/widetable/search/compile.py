@@ -48,7 +48,6 @@ class Compiler:
         self.layout = layout
         self.shard = shard
         self.searcher = searcher
-        self._limit = max(searcher.num_docs, 1)
         self.wide = False  # the query matches documents of every kind (match-all in it)
         self.nested_kinds = layout.has_nested
 
@@ -95,6 +94,11 @@ class Compiler:
         raise ParameterInvalid(f"unsupported query {describe(q)}")
 
     # -- fields and values ------------------------------------------------------------------
+
+    @property
+    def _limit(self) -> int:
+        """Room for every document of the shard (asked only by the id-set resolutions)."""
+        return max(self.searcher.num_docs, 1)
 
     def _slot(self, path: str, nested: str | None, need_index: bool = True) -> Slot:
         slot = self.layout.slot(path)

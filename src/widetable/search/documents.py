@@ -81,6 +81,7 @@ class FieldLayout:
         self.has_nested = any(f.type == NESTED for f in meta.fields)
         self.sources = [(f, f.source) for f in meta.fields]
         self.stored_sources = [f.source for f in meta.fields if f.store]
+        self.stored_set = frozenset(self.stored_sources)
         for i, f in enumerate(meta.fields):
             if f.type == NESTED:
                 for j, s in enumerate(f.sub_fields):

@@ -69,14 +69,17 @@ def check_columns(meta, columns: object) -> tuple[str, list[str]]:
                            f"list of column names, got {describe(columns)}")
 
 
-def check_page(meta, mode: str, names: list[str], offset: object, limit: object) -> None:
+def check_page(meta, mode: str, names: list[str], offset: object, limit: object,
+               stored: object = None) -> None:
+    """``stored``: the columns ``meta`` stores, when the caller has them."""
     if type(offset) is not int or offset < 0:
         raise ParameterInvalid(f"offset must be a non-negative integer, got {describe(offset)}")
     if type(limit) is not int or limit < 0:
         raise ParameterInvalid(f"limit must be a non-negative integer, got {describe(limit)}")
-    stored = {f.source for f in meta.fields if f.store}
+    if stored is None:
+        stored = {f.source for f in meta.fields if f.store}
     all_stored = mode in (RETURN_NONE, RETURN_ALL_FROM_INDEX) or (
-        mode == RETURN_SPECIFIED and all(n in stored for n in names))
+        mode == RETURN_SPECIFIED and all(n in stored for n in names))  # type: ignore[operator]
     cap = MAX_LIMIT_STORED if all_stored else MAX_LIMIT
     if limit > cap:
         raise ParameterInvalid(f"limit {limit} exceeds {cap}" + (
@@ -140,17 +143,22 @@ class Searcher:
                columns: object, get_total_count: bool, aggs: object, group_bys: object,
                shards: list[int], fetch) -> SearchResult:
         mode, names = check_columns(self.meta, columns)
-        check_page(self.meta, mode, names, offset, limit)
+        check_page(self.meta, mode, names, offset, limit, self.layout.stored_set)
         check_query(query)
         keys = sort_keys(check_sort(self.meta, sort))
         after = None if next_token is None else keys.decode_token(next_token)
+        sorters = keys.sorters
+        scored = isinstance(query, FunctionScoreQuery)
+        if not aggs and not group_bys and not scored and self._orderable(sorters):
+            # the common search: a page found by tantivy, nothing to aggregate
+            return self._ordered(query, keys, offset, limit, after, mode, names, get_total_count,
+                                 shards, fetch)
         agg = Aggregator(self.meta, lambda q: {pk for _, pk, _, _ in self.matches(q, shards)},
                          lambda hs, a: self._top_rows(hs, a, fetch))
         agg_list, gb_list = agg.check(aggs, group_bys)
         self.fetch = fetch
-        sorters = keys.sorters
-        plain = not agg_list and not gb_list and not isinstance(query, FunctionScoreQuery)
-        if not isinstance(query, FunctionScoreQuery) and self._orderable(sorters):
+        plain = not agg_list and not gb_list and not scored
+        if not scored and self._orderable(sorters):
             page = self._ordered(query, keys, offset, limit, after, mode, names, get_total_count,
                                  shards, fetch)
             if plain:

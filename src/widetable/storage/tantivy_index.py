@@ -13,14 +13,16 @@ Field kinds (``search/layout.py`` decides which field has which):
             (``WS``, registered again at every open: tantivy does not save tokenizers)
             splits them back; others go in pre-tokenized
 * ``int`` / ``float`` / ``bool``   indexed numeric fields (also fast fields)
+* ``fastfloat`` a float fast field only, read back by address (a point's coordinates)
 * ``bytes`` the stored source of a document (``_src``)
 
 The primary-key order of row documents: ``pk_levels`` = 0 (an index made before
 levels existed) keeps ``_pk``, the order key as hex in a fast text field; N > 0
 gives ``_k0`` ... ``_k<N-1>`` instead, integer fast fields holding the order key
-8 bytes at a time (see ``search/ordered.py``). tantivy orders by an integer
-fast field in a few microseconds, but by a text one at about 20 us a hit
-(each hit's term is looked up in the dictionary).
+8 bytes at a time (see ``search/ordered.py``); ``order_field`` puts ``_o``, one
+integer fast field summarizing the whole key (``search/frame.py``), before them.
+tantivy orders by an integer fast field in a few microseconds, but by a text one
+at about 20 us a hit (each hit's term is looked up in the dictionary).
 
 The checkpoint: ``commit(payload)`` replaces one document of kind ``ckpt``
 holding ``payload`` in the same tantivy commit as the documents it covers, so
