@@ -50,6 +50,13 @@ class Compiler:
         self.searcher = searcher
         self.wide = False  # the query matches documents of every kind (match-all in it)
         self.nested_kinds = layout.has_nested
+        # ``split_geo``: a top-level geo query on fast coordinates compiles to its inner
+        # cells only, and the row documents of its edge cells that pass the exact test
+        # (visible from ``since``) are left in ``passed`` as addresses, for the caller to
+        # merge (a term query on their ``_rid`` costs a column scan when they are many)
+        self.split_geo = False
+        self.since: int | None = None
+        self.passed: list | None = None
 
     def compile(self, q: Query, nested: str | None = None):
         s = self.shard
@@ -232,6 +239,17 @@ class Compiler:
         test, inner, edge = self._geo_cells(slot, q)
         name = slot.field.name
         passed = None
+        if self.split_geo and slot.point is not None:
+            self.split_geo = False  # only the top-level query
+            self.passed = []
+            if edge:
+                cand = self._rows_only(s.q_terms(slot.name, edge))
+                if self.since is not None:
+                    cand = s.q_bool([("must", cand), ("filter", s.q_ts_from(self.since))])
+                self.passed = self._passing(cand, slot.point, test)
+            if not inner:
+                return s.q_none()
+            return self._rows_only(s.q_const(s.q_terms(slot.name, inner), 1.0))
         if edge:
             cand = self._rows_only(s.q_terms(slot.name, edge))
             if slot.point is not None:  # layout 3: the coordinates are fast values
@@ -250,12 +268,16 @@ class Compiler:
         """The row documents of ``cand`` whose point (fast fields ``point``) passes ``test``,
         as a query on their ``_rid``."""
         s, se = self.shard, self.searcher
+        passed = self._passing(cand, point, test)
+        return s.q_const(s.q_terms(ROW_ID, s.fast_values(se, ROW_ID, passed)), 1.0)
+
+    def _passing(self, cand, point: tuple[str, str], test) -> list:
+        """The addresses of the documents of ``cand`` whose point passes ``test``."""
+        s, se = self.shard, self.searcher
         addrs = s.addresses(se, cand, self._limit)
         lats = s.fast_values(se, point[0], addrs)
         lons = s.fast_values(se, point[1], addrs)
-        rids = s.fast_values(se, ROW_ID, addrs)
-        return s.q_const(s.q_terms(ROW_ID, [r for la, lo, r in zip(lats, lons, rids)
-                                            if la is not None and test(la, lo)]), 1.0)
+        return [a for a, la, lo in zip(addrs, lats, lons) if la is not None and test(la, lo)]
 
     def _geo_cells(self, slot: Slot, q) -> tuple:
         """The plan of ``q`` (``geo_plans``) that costs this shard least: term lookups

@@ -22,7 +22,9 @@ from .documents import (
     PK_LEVELS, as_list, decode_part, decode_src, decode_src_lazy, order_key,
 )
 from .pool import POOL
-from .query import FunctionScoreQuery, Query, check_query
+from .query import (
+    FunctionScoreQuery, GeoBoundingBoxQuery, GeoDistanceQuery, GeoPolygonQuery, Query, check_query,
+)
 from .sort import FieldSort, PrimaryKeySort, SortKeys, check_sort, sort_keys
 from .tantivy_aggs import TantivyAggs
 
@@ -33,6 +35,7 @@ MAX_LIMIT, MAX_LIMIT_STORED = 100, 1000
 MAX_SCAN_LIMIT = 2000
 _POOL = POOL
 _KEY = itemgetter(1)  # a hit's primary key
+GEO_QUERIES = (GeoDistanceQuery, GeoBoundingBoxQuery, GeoPolygonQuery)
 
 
 @dataclass(slots=True)
@@ -102,10 +105,10 @@ class Searcher:
         ttls = [t for t in (self.meta.ttl, self.state.table.schema.options.ttl) if t > 0]
         return None if not ttls else now_ms() - min(ttls) * 1000
 
-    def base(self, shard, searcher, query: Query, since: int | None):
+    def base(self, shard, searcher, query: Query, since: int | None, comp=None):
         """``query`` compiled for ``shard``: row documents only (a query that matches every
         document kind is filtered to rows), visible under the TTLs."""
-        comp = Compiler(self.layout, shard, searcher)
+        comp = comp or Compiler(self.layout, shard, searcher)
         q = comp.compile(query)
         clauses = [("must", q)]
         if comp.wide:  # filters add no score
@@ -217,12 +220,16 @@ class Searcher:
         order = self.state.order
 
         one_part = fs is None or (fs.missing == "last" and fs.missing_value is None)
+        split = fs is None and after is None and limit and layout.order_field and \
+            isinstance(query, GEO_QUERIES) and layout.slot(query.field_name).point is not None
 
         def one(i: int) -> tuple:
             """``(shard, searcher, addresses, valued, total)`` of shard ``i``: ``valued`` as
             ``ordered.first`` gives it, when the shard's part is one search by one level."""
             shard = self.state.shards[i]
             se = shard.searcher()
+            if split:
+                return self._geo_part(shard, se, query, since, pk_desc, want, get_total_count)
             base = self.base(shard, se, query, since)
             pk_levels = [(n, pk_desc) for n in shard.level_names]
             valued: list = []
@@ -310,6 +317,29 @@ class Searcher:
         rows = self._rows(hits, mode, names, fetch)
         total = sum(t for _, t in parts) if get_total_count else -1
         return SearchResult(rows, total, token, {}, {}, [SearchHit(0.0, r) for r in rows])
+
+    def _geo_part(self, shard, se, query, since: int | None, desc: bool, want: int,
+                  counted: bool) -> tuple:
+        """``one`` of ``_ordered`` for a top-level geo query in key order (layout 3): the first
+        ``want`` of the inner cells' documents by tantivy, merged by ``_o`` with the edge
+        cells' documents that pass the exact test (``Compiler.split_geo``); the two sets are
+        apart (a point lies in one cell of the partition)."""
+        comp = Compiler(self.layout, shard, se)
+        comp.split_geo, comp.since = True, since
+        base = self.base(shard, se, query, since, comp)
+        passed = comp.passed or []
+        levels = [(n, desc) for n in shard.level_names]
+        inner, total = ordered.first(shard, se, base, levels, want, counted=True) if counted \
+            else (ordered.first(shard, se, base, levels, want), -1)
+        if counted:
+            total += len(passed)
+        both = inner + passed
+        if shard.constant("_o") or len(both) <= want:
+            return shard, se, both, [], total
+        hits = list(zip(shard.fast_values(se, "_o", both), both))
+        cut = _nth([v for v, _ in hits], want, desc)
+        hits = [h for h in hits if (h[0] >= cut if desc else h[0] <= cut)]  # type: ignore[operator]
+        return shard, se, [a for _, a in hits], [("_o", ()), hits], total
 
     def _by_key(self, query: Query, keys: SortKeys, desc: bool, offset: int, limit: int,
                 after: list | None, mode: str, names: list[str], get_total_count: bool,

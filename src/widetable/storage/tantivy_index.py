@@ -42,7 +42,11 @@ from tantivy import Document, FieldType, Index, Occur, PreTokenizedString, Query
 _OCCUR = {"must": Occur.Must, "should": Occur.Should, "must_not": Occur.MustNot, "filter": Occur.Must}
 _RANGE_TYPE = {"int": FieldType.Integer, "float": FieldType.Float, "bool": FieldType.Boolean}
 WS = "widetable_ws"  # the whitespace tokenizer of ``tok`` fields
-HEAP = 40_000_000  # writer memory (a segment is flushed when it fills); 3 MB at least
+# writer memory: a segment is flushed when it fills (3 MB at least). Taken as documents
+# arrive (a writer starts at ~3 MB): a full sync's 30 s between commits fill ~75 MB a shard
+# at 1M rows; with 40 MB each shard held 6-8 segments there (5 with 200 MB), which every
+# search visits: a range query, a term set, a match cost per segment.
+HEAP = 200_000_000
 CKPT_KIND = "ckpt"
 CKPT_ID = "\x00ckpt"
 SMALL_TERM_SET = 48  # up to this many terms, a Bool of term queries beats a term set (measured)
