@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import widetable
 from widetable.keys import codec
 from widetable.search import DESC, MatchAllQuery, PrimaryKeySort, TermQuery, frame, sync
+from widetable.search.documents import decode_src
 from widetable.search.schema import LAYOUT
 
 from .layouts import as_layout
@@ -134,7 +135,6 @@ def test_index_orders_by_key_after_inserts_and_deletes(tmp_path_factory, monkeyp
         for shard in st_.shards:  # the top k by _o is the key order
             se = shard.searcher()
             hits = shard.top_by(se, shard.q_rows(), "_o", max(se.num_docs, 1), False)
-            from widetable.search.documents import decode_src
             by_value = [(v, codec.encode_tuple(decode_src(s)[0]))
                         for (v, _), s in zip(hits, shard.sources(se, [a for _, a in hits]))]
             assert [v for v, _ in sorted(by_value, key=lambda x: x[1])] == [v for v, _ in by_value]

@@ -187,7 +187,7 @@ def shard_of(meta: IndexMeta, pk_names: tuple[str, ...], pk: tuple) -> int:
         key = [values[r] for r in meta.routing_fields]
     else:
         key = list(pk)
-    return zlib.crc32(msgpack.packb(key, use_bin_type=True)) % meta.shards
+    return zlib.crc32(pack(key)) % meta.shards
 
 
 def routed_shards(meta: IndexMeta, pk_names: tuple[str, ...], routing_values: object) -> list[int]:
@@ -210,7 +210,7 @@ def routed_shards(meta: IndexMeta, pk_names: tuple[str, ...], routing_values: ob
         else:
             raise ParameterInvalid(f"routing value {describe(rv)} does not give "
                                    f"{list(meta.routing_fields)}")
-        out.add(0 if meta.shards == 1 else zlib.crc32(msgpack.packb(key, use_bin_type=True)) % meta.shards)
+        out.add(0 if meta.shards == 1 else zlib.crc32(pack(key)) % meta.shards)
     return sorted(out)
 
 
