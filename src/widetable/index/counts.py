@@ -63,12 +63,14 @@ def decode_count(raw: bytes | None) -> int:
 class IndexCounts:
     """The count state of one index, shared by its writers and readers."""
 
-    __slots__ = ("index_id", "lengths", "mode")
+    __slots__ = ("index_id", "keys", "lengths", "mode")
 
     def __init__(self, index_id: int, lengths: tuple[int, ...], mode: int) -> None:
         self.index_id = index_id
         self.lengths = lengths
         self.mode = mode
+        # keys(entry key) -> the count keys of one entry (its index row key)
+        self.keys = layout.index_count_keyer(index_id, lengths)
 
     def state(self) -> bytes:
         return bytes((self.mode, *self.lengths))
@@ -86,10 +88,6 @@ class IndexCounts:
         self.mode = mode
         engine.put(layout.index_count_state_key(self.index_id), self.state())
 
-    def keys(self, entry_key: bytes) -> list[bytes]:
-        """The count keys of one entry (its index row key)."""
-        return layout.index_count_keys(self.index_id, self.lengths, entry_key)
-
     def move(self, deltas: CountDeltas | None, old: bytes | None,
              new: bytes | None) -> CountDeltas | None:
         """Count entry ``old`` away and ``new`` in (either None: none); returns ``deltas``
@@ -98,12 +96,13 @@ class IndexCounts:
             return deltas
         if deltas is None:
             deltas = CountDeltas()
+        get = deltas.get
         if old is not None:
             for key in self.keys(old):
-                deltas[key] = deltas.get(key, 0) - 1
+                deltas[key] = get(key, 0) - 1
         if new is not None:
             for key in self.keys(new):
-                deltas[key] = deltas.get(key, 0) + 1
+                deltas[key] = get(key, 0) + 1
         return deltas
 
     def change(self, deltas: CountDeltas | None, before: tuple | None, after: tuple | None,
