@@ -268,16 +268,25 @@ def index_count_keyer(index_id: int, lengths: tuple[int, ...]):
     """``keys(entry_key)``: ``index_count_keys(index_id, lengths, entry_key)``, with the
     heads made once and the usual case (one length, 1) inlined: writers call it per entry."""
     head = INDEX_COUNTS + index_id.to_bytes(4, "big")
+    integer = codec.CODE_INTEGER
     if lengths != (1,):
-        heads = [(head + bytes((k,)), k - 1) for k in lengths]
-        last, ends_of = lengths[-1], element_ends
+        heads = [head + bytes((k,)) if k in lengths else None for k in range(1, lengths[-1] + 1)]
 
         def keys(entry_key: bytes) -> list[bytes]:
-            ends = ends_of(entry_key, ROW_PK_OFFSET, last)
-            return [h + entry_key[ROW_PK_OFFSET:ends[i]] for h, i in heads]
+            out, pos = [], ROW_PK_OFFSET
+            for h in heads:  # element_ends, inline
+                if entry_key[pos] == integer:
+                    pos += 9
+                else:
+                    pos = entry_key.index(b"\x00", pos + 1)
+                    while entry_key[pos + 1:pos + 2] == b"\xff":
+                        pos = entry_key.index(b"\x00", pos + 2)
+                    pos += 1
+                if h is not None:
+                    out.append(h + entry_key[ROW_PK_OFFSET:pos])
+            return out
         return keys
     one = head + b"\x01"
-    integer = codec.CODE_INTEGER
 
     def first(entry_key: bytes) -> tuple[bytes]:
         if entry_key[ROW_PK_OFFSET] == integer:
