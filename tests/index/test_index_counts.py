@@ -47,7 +47,8 @@ def check_counts(db, names=INDEXES) -> None:
         counts = view._codec.counts
         assert counts.lengths == INDEXES[name][2]
         stored = index_counts.stored_counts(db._engine, counts.index_id)
-        assert stored == dict(index_counts.count_entries(db._engine, counts.index_id, counts.lengths))
+        assert stored == dict(index_counts.count_entries(db._engine, counts.index_id,
+                                                         counts.lengths))
         key = view.schema.pk_names
         for k in counts.lengths:
             pk_pos = {n: i for i, (n, _) in enumerate(PK)}

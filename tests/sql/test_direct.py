@@ -104,9 +104,9 @@ def test_direct_paths_match_duckdb(loaded) -> None:
         from_count = "COUNT" in sql.upper() and ("Device = ?" in sql or "Canteen = ?" in sql)
         if from_count:
             index = kind.split()[-1]
-            assert plan[-1][:2] == ("(no duckdb)", f"index count: {index} ("
-                                    f"{'global, eventually' if index == 'by_device' else 'local, strongly'}"
-                                    " consistent)"), (sql, plan)
+            how = "global, eventually" if index == "by_device" else "local, strongly"
+            assert plan[-1][:2] == ("(no duckdb)", f"index count: {index} ({how} consistent)"), \
+                (sql, plan)
         else:
             assert plan[-1][:2] == ("(no duckdb)", direct), (sql, plan)
         forced = [r[0] for r in db.sql("EXPLAIN " + sql, params, **DUCK).rows]

@@ -89,6 +89,7 @@ def test_what_is_not_read_from_a_count(loaded):
         ("SELECT COUNT(*) FROM t WHERE c = ? AND d > 0.5", ["a"]),
         ("SELECT COUNT(*) FROM t WHERE k = ?", ["k1"]),
         ("SELECT COUNT(n) FROM t WHERE c = ?", ["a"]),
+        ("SELECT COUNT(NULL) FROM t WHERE c = ?", ["a"]),
         ("SELECT COUNT(*) FROM t USE INDEX(by_cn) WHERE c = ?", ["a"]),
     ]:
         plan = _explain(db, sql, params)

@@ -82,7 +82,8 @@ class IndexManager:
         """Bring ``table``'s change-log consumers (its stream, its global indexes) and its
         feed's local indexes in line with its schema; afterwards every write sees them."""
         s = table.schema
-        local = [self._codec(s, spec, strict=True) for spec in s.indexes if spec.index_type == LOCAL]
+        local = [self._codec(s, spec, strict=True) for spec in s.indexes
+                 if spec.index_type == LOCAL]
         log_ = self.changelog
         wanted: dict[str, IndexSpec | None] = {}
         if s.stream:

@@ -141,7 +141,8 @@ class IndexTable(Table):
             encoded = encode(values)
         except InvalidPK:
             return None
-        return decode_count(self._engine.get(layout.index_count_key(self.schema.table_id, k, encoded)))
+        key = layout.index_count_key(self.schema.table_id, k, encoded)
+        return decode_count(self._engine.get(key))
 
     # -- writes are refused -----------------------------------------------------
 

@@ -28,9 +28,9 @@ family (family id 0: every Tablestore-model table has only it) lives under 0x10 
 engine's default keyspace, exactly as before families existed; every other family
 (a Bigtable table's families: ids from 1) under 0x11, in the engine's column family
 of that family's storage profile, so a read of one family never reads another's
-bytes. Prefixes 0x0C-0x0F and 0x12-0x1F are reserved for later layers. Partition boundaries are row keys cut after the first primary-key
-element (``partition_prefix``), so one partition-key value never spans two
-partitions.
+bytes. Prefixes 0x0C-0x0F and 0x12-0x1F are reserved for later layers. Partition
+boundaries are row keys cut after the first primary-key element (``partition_prefix``),
+so one partition-key value never spans two partitions.
 
 DO NOT CHANGE the prefix bytes: embedded in on-disk data.
 """
@@ -238,35 +238,18 @@ def decode_index_count_key(key: bytes) -> tuple[int, int, tuple]:
     return int.from_bytes(key[1:5], "big"), key[5], codec.decode_tuple(key, 6)
 
 
-def element_ends(data: bytes, pos: int, n: int) -> list[int]:
-    """The offsets in ``data`` where each of the first ``n`` encoded key elements from
-    ``pos`` ends (fewer if ``data`` holds fewer); ``codec``'s grammar: an INTEGER is
-    9 bytes, a STRING or BINARY ends at its first 0x00 not followed by 0xFF."""
-    out: list[int] = []
-    size = len(data)
-    while len(out) < n and pos < size:
-        if data[pos] == codec.CODE_INTEGER:
-            pos += 9
-        else:
-            pos = data.index(b"\x00", pos + 1)
-            while data[pos + 1:pos + 2] == b"\xff":
-                pos = data.index(b"\x00", pos + 2)
-            pos += 1
-        out.append(pos)
-    return out
-
-
 def index_count_keys(index_id: int, lengths: tuple[int, ...], entry_key: bytes) -> list[bytes]:
     """The count keys an index entry (its row key, ``0x10 index_id tuple``) adds to: one per
-    prefix length in ``lengths`` (ascending, each at most the key's columns)."""
-    head = INDEX_COUNTS + index_id.to_bytes(4, "big")
-    ends = element_ends(entry_key, ROW_PK_OFFSET, lengths[-1])
-    return [head + bytes((k,)) + entry_key[ROW_PK_OFFSET:ends[k - 1]] for k in lengths]
+    prefix length in ``lengths`` (ascending, each at most the key's columns): the key cut
+    after that many elements (``codec``'s grammar: an INTEGER is 9 bytes, a STRING or
+    BINARY ends at its first 0x00 not followed by 0xFF)."""
+    return list(index_count_keyer(index_id, lengths)(entry_key))
 
 
 def index_count_keyer(index_id: int, lengths: tuple[int, ...]):
     """``keys(entry_key)``: ``index_count_keys(index_id, lengths, entry_key)``, with the
-    heads made once and the usual case (one length, 1) inlined: writers call it per entry."""
+    heads made once and the usual case (one length, 1) on its own path: writers call it
+    per entry."""
     head = INDEX_COUNTS + index_id.to_bytes(4, "big")
     integer = codec.CODE_INTEGER
     if lengths != (1,):
@@ -274,7 +257,7 @@ def index_count_keyer(index_id: int, lengths: tuple[int, ...]):
 
         def keys(entry_key: bytes) -> list[bytes]:
             out, pos = [], ROW_PK_OFFSET
-            for h in heads:  # element_ends, inline
+            for h in heads:  # each element's end, up to the longest prefix
                 if entry_key[pos] == integer:
                     pos += 9
                 else:

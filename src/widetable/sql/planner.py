@@ -306,9 +306,9 @@ def _push_limit(tree: exp.Expression, scans: list[ScanSpec]) -> None:
 
 
 def _mark_count(tree: exp.Select, plan: QueryPlan) -> None:
-    """Whether the query is ``SELECT COUNT(*) [AS name]`` (or ``COUNT(1)``) alone, no LIMIT or OFFSET (the
-    caller checked: one table, WHERE all predicates, no grouping): ``count``, with its
-    output name. COUNT(column) and COUNT(DISTINCT ...) stay with DuckDB."""
+    """Whether the query is ``SELECT COUNT(*) [AS name]`` (or ``COUNT(1)``) alone, no LIMIT
+    or OFFSET (the caller checked: one table, WHERE all predicates, no grouping): ``count``,
+    with its output name. COUNT(column) and COUNT(DISTINCT ...) stay with DuckDB."""
     if len(tree.expressions) != 1 or tree.args.get("limit") or tree.args.get("offset"):
         return
     e = tree.expressions[0]
