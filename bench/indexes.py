@@ -24,8 +24,8 @@ no-index table of the same round, with their range in ``ratio_ranges``):
 * a full range read over the index against one over a base table of the
   same rows (target: >= 0.8), by wall time and (``index_read_cpu``) by CPU time;
 * what the index counts cost a write (``count_cost``, ``--counts-only`` runs just this):
-  process CPU µs per put_row of a new row and per put_row that moves a row to another
-  indexed value, with the counts kept and with them switched off (the bench's own
+  process CPU µs per put_row of a new row, per put_row that moves a row to another
+  indexed value and per row of a batch_write_row of new rows, with the counts kept and with them switched off (the bench's own
   switch), alternated in chunks within one store per index type, the global index's
   applier drained inside each timed chunk; ``ratio`` is kept ÷ off (CPU per write).
 """
@@ -169,8 +169,8 @@ def count_cost(rounds: int, chunk: int = 2000) -> dict:
         db = _open(mode)
         t = db.table("t")
         kept: dict = {}
-        cpu: dict[str, list[float]] = {"insert_kept": [], "insert_off": [], "move_kept": [],
-                                       "move_off": []}
+        cpu: dict[str, list[float]] = {f"{w}_{k}": [] for w in ("insert", "move", "batch")
+                                       for k in ("kept", "off")}
         n = 0
         for r in range(rounds * 2):
             on = (r % 2 == 0) == (r // 2 % 2 == 0)  # kept, off, off, kept, ...: no order bias
@@ -190,6 +190,12 @@ def count_cost(rounds: int, chunk: int = 2000) -> dict:
                 t.put_row(pk, cols)
             db.wait_for_indexes(120)
             cpu[f"move_{tag}"].append((time.process_time() - c0) / chunk * 1e6)
+            c0 = time.process_time()
+            for j in range(first, first + chunk, 200):  # batch_write_row of new rows
+                db.batch_write_row([("t", "put", (pk[0], pk[1] + 10**9), cols)
+                                    for pk, cols in map(_row, range(j, j + 200))])
+            db.wait_for_indexes(120)
+            cpu[f"batch_{tag}"].append((time.process_time() - c0) / chunk * 1e6)
             n += chunk
         _counting(db, True, kept)
         db.close()
@@ -199,6 +205,8 @@ def count_cost(rounds: int, chunk: int = 2000) -> dict:
                                   statistics.median(cpu["insert_kept"]), 3),
             "move_ratio": round(statistics.median(cpu["move_off"]) /
                                 statistics.median(cpu["move_kept"]), 3),
+            "batch_ratio": round(statistics.median(cpu["batch_off"]) /
+                                 statistics.median(cpu["batch_kept"]), 3),
             "ranges_us": {k: [round(min(v), 2), round(max(v), 2)] for k, v in cpu.items()},
         }
     return out

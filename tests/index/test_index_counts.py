@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 
 import widetable
+from widetable import WidetableError
 from widetable.db import format as store_format
 from widetable.index import counts as index_counts
 from widetable.keys import layout
@@ -217,6 +218,18 @@ def test_a_backfill_racing_writers_counts_every_entry_once(db):
     check_counts(db)
 
 
+def test_no_ttl_expiry_can_leave_a_count_behind(db):
+    """TTL expiry removes rows without a write: a table with an index takes no TTL, so no
+    entry (and no count) outlives its row."""
+    db.create_table("ttl", PK, ttl=3600, defined_columns=DEFINED)
+    with pytest.raises(WidetableError, match="no TTL to take an index"):
+        db.create_index("ttl", "ix", ["c"], progress=False)
+    db.create_table("t", PK, defined_columns=DEFINED)
+    db.create_index("t", "ix", ["c"], progress=False)
+    with pytest.raises(WidetableError, match="ttl -1"):
+        db.update_table("t", ttl=3600)
+
+
 def test_drop_index_and_drop_table_delete_the_counts(db):
     db.create_table("t", PK, defined_columns=DEFINED)
     make_indexes(db)
@@ -264,17 +277,37 @@ def test_a_store_of_format_2_gets_its_counts_at_open(tmp_path):
         check_counts(db)
 
 
-def test_an_index_without_a_count_state_is_not_counted(db):
-    """No state (a store that lost it): nothing counts it, and SQL counts its entries."""
-    db.create_table("t", PK, defined_columns=DEFINED)
-    db.create_index("t", "g_c", ["c"], progress=False)
-    db.table("t").put_row(("k1", 1), {"c": "a"})
-    assert db.wait_for_indexes(30)
-    view = db.table("g_c")
-    assert view.prefix_count(("a",)) == 1
-    view._codec.counts = None
-    assert view.prefix_count(("a",)) is None
-    assert db.verify_index("t", "g_c").counted is False
+def test_an_index_without_a_count_state_is_not_counted(tmp_path):
+    """No state (a store that lost it): no write counts the index, and SQL counts its
+    entries instead of reading a count."""
+    path = str(tmp_path / "store")
+    with widetable.open(path, purge_interval=None) as db:
+        db.create_table("t", PK, defined_columns=DEFINED)
+        db.create_index("t", "g_c", ["c"], progress=False)
+        db.create_index("t", "l_kc", ["k", "c"], index_type="LOCAL", progress=False)
+        db.table("t").put_row(("k1", 1), {"c": "a"})
+        assert db.wait_for_indexes(30)
+        ids = [db.table(n)._codec.counts.index_id for n in ("g_c", "l_kc")]
+        batch = db._engine.batch()
+        for index_id in ids:
+            batch.delete_range(*layout.index_count_range(index_id))
+        db._engine.write(batch)
+    with widetable.open(path, purge_interval=None) as db:
+        t = db.table("t")
+        t.put_row(("k1", 2), {"c": "a"})
+        t.put_row(("k1", 3), {"c": "b"})
+        t.delete_row(("k1", 1))
+        assert db.wait_for_indexes(30)
+        for index_id in ids:
+            assert list(db._engine.scan(*layout.index_count_range(index_id))) == []
+        assert db.table("g_c").prefix_count(("a",)) is None
+        assert db.table("l_kc").prefix_count(("k1", "a")) is None
+        assert db.verify_index("t", "g_c").counted is False
+        db.sql("CREATE TABLE t (k VARCHAR(10), s BIGINT, c VARCHAR(10), PRIMARY KEY(k, s))")
+        for sql, params in [("SELECT COUNT(*) FROM t WHERE c = ?", ["a"]),
+                            ("SELECT COUNT(*) FROM t WHERE k = ? AND c = ?", ["k1", "a"])]:
+            assert db.sql("EXPLAIN " + sql, params).rows[-1][1] == "rows counted directly"
+            assert db.sql(sql, params).rows == [(1,)]
 
 
 CHILD = """
