@@ -260,6 +260,7 @@ def test_the_count_keys_of_an_entry_are_those_of_its_prefixes(index_id: int, pk:
     assert keys == [layout.index_count_key(index_id, k, encode_tuple(pk[:k])) for k in lengths]
     for k, key in zip(lengths, keys):
         assert layout.decode_index_count_key(key) == (index_id, k, pk[:k])
+        assert key == layout.index_count_head(index_id, k) + encode_tuple(pk[:k])
         assert contains(layout.index_count_range(index_id), key)
         assert contains(layout.index_counts_of_length(index_id, k), key)
         assert layout.index_count_state_key(index_id) < key

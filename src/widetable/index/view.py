@@ -127,22 +127,24 @@ class IndexTable(Table):
         key value (a string over 1 KB): then count the entries themselves. A global
         index's count lags as its entries do."""
         k = len(values)
-        if not self.counted(k):
-            return None
         compiled = self._prefix_encoders.get(k)
         if compiled is None:
+            if not self.counted(k):
+                return None
             types = self.schema.pk_types[:k]
             compiled = self._prefix_encoders[k] = (
-                compile_key_encoder(types), tuple(_PY[t] for t in types))
-        encode, kinds = compiled  # type: ignore[misc]
+                compile_key_encoder(types), tuple(_PY[t] for t in types),
+                layout.index_count_head(self.schema.table_id, k))
+        if self._codec.counts is None:  # no longer counted
+            return None
+        encode, kinds, head = compiled
         if tuple(map(type, values)) != kinds:
             return None
         try:
             encoded = encode(values)
         except InvalidPK:
             return None
-        key = layout.index_count_key(self.schema.table_id, k, encoded)
-        return decode_count(self._engine.get(key))
+        return decode_count(self._engine.get(head + encoded))
 
     # -- writes are refused -----------------------------------------------------
 

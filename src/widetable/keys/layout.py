@@ -213,7 +213,13 @@ def index_ref_range(index_id: int) -> tuple[bytes, bytes]:
 def index_count_key(index_id: int, length: int, encoded_prefix: bytes) -> bytes:
     """The count of index ``index_id``'s entries whose first ``length`` (1-255) key columns
     encode to ``encoded_prefix`` (a tuple of ``length`` elements)."""
-    return INDEX_COUNTS + index_id.to_bytes(4, "big") + bytes((length,)) + encoded_prefix
+    return index_count_head(index_id, length) + encoded_prefix
+
+
+def index_count_head(index_id: int, length: int) -> bytes:
+    """What every count key of ``index_id`` of prefixes of ``length`` columns starts with
+    (``index_count_key`` is it plus the encoded prefix)."""
+    return INDEX_COUNTS + index_id.to_bytes(4, "big") + bytes((length,))
 
 
 def index_count_state_key(index_id: int) -> bytes:
