@@ -22,7 +22,12 @@ no-index table of the same round, with their range in ``ratio_ranges``):
 * the global index's apply lag (commit to applied, per record) while one
   writer puts at half the measured global peak rate (target: p99 < 100 ms);
 * a full range read over the index against one over a base table of the
-  same rows (target: >= 0.8), by wall time and (``index_read_cpu``) by CPU time.
+  same rows (target: >= 0.8), by wall time and (``index_read_cpu``) by CPU time;
+* what the index counts cost a write (``count_cost``, ``--counts-only`` runs just this):
+  process CPU µs per put_row of a new row, per put_row that moves a row to another
+  indexed value and per row of a batch_write_row of new rows, with the counts kept and with them switched off (the bench's own
+  switch), alternated in chunks within one store per index type, the global index's
+  applier drained inside each timed chunk; ``ratio`` is kept ÷ off (CPU per write).
 """
 
 from __future__ import annotations
@@ -143,13 +148,82 @@ def read_round(rows: int) -> tuple[float, float, float, float]:
     return best["peer"], best["ix"], cpu["peer"], cpu["ix"]
 
 
+def _counting(db, on: bool, kept: dict) -> None:
+    """Keep (``on``) or stop keeping the counts of every index of ``db``: the bench's own
+    switch (the counts go stale while off, which nothing here reads)."""
+    mgr = db._indexes
+    codecs = [c for feed in mgr.feeds.values() for c in feed.local]
+    codecs += [gi.codec for gi in mgr.globals.values()]
+    for c in codecs:
+        if on:
+            c.counts = kept.get(c.spec.table_id, c.counts)
+        else:
+            kept.setdefault(c.spec.table_id, c.counts)
+            c.counts = None
+
+
+def count_cost(rounds: int, chunk: int = 2000) -> dict:
+    """CPU µs per write with the counts kept and off, per index type (see the module doc)."""
+    out: dict = {}
+    for mode in ("local", "global"):
+        db = _open(mode)
+        t = db.table("t")
+        kept: dict = {}
+        cpu: dict[str, list[float]] = {f"{w}_{k}": [] for w in ("insert", "move", "batch")
+                                       for k in ("kept", "off")}
+        n = 0
+        for r in range(rounds * 2):
+            on = (r % 2 == 0) == (r // 2 % 2 == 0)  # kept, off, off, kept, ...: no order bias
+            _counting(db, on, kept)
+            tag = "kept" if on else "off"
+            first = n
+            c0 = time.process_time()
+            for i in range(first, first + chunk):
+                pk, cols = _row(i)
+                t.put_row(pk, cols)
+            db.wait_for_indexes(120)
+            cpu[f"insert_{tag}"].append((time.process_time() - c0) / chunk * 1e6)
+            c0 = time.process_time()
+            for i in range(first, first + chunk):
+                pk, cols = _row(i)
+                cols["status"] = f"m{i % 50:02d}"  # another indexed value: -1 and +1
+                t.put_row(pk, cols)
+            db.wait_for_indexes(120)
+            cpu[f"move_{tag}"].append((time.process_time() - c0) / chunk * 1e6)
+            c0 = time.process_time()
+            for j in range(first, first + chunk, 200):  # batch_write_row of new rows
+                db.batch_write_row([("t", "put", (pk[0], pk[1] + 10**9), cols)
+                                    for pk, cols in map(_row, range(j, j + 200))])
+            db.wait_for_indexes(120)
+            cpu[f"batch_{tag}"].append((time.process_time() - c0) / chunk * 1e6)
+            n += chunk
+        _counting(db, True, kept)
+        db.close()
+        out[mode] = {
+            **{k: round(statistics.median(v), 2) for k, v in cpu.items()},
+            "insert_ratio": round(statistics.median(cpu["insert_off"]) /
+                                  statistics.median(cpu["insert_kept"]), 3),
+            "move_ratio": round(statistics.median(cpu["move_off"]) /
+                                statistics.median(cpu["move_kept"]), 3),
+            "batch_ratio": round(statistics.median(cpu["batch_off"]) /
+                                 statistics.median(cpu["batch_kept"]), 3),
+            "ranges_us": {k: [round(min(v), 2), round(max(v), 2)] for k, v in cpu.items()},
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.indexes", description=__doc__)
     ap.add_argument("--rows", type=int, default=50_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--lag-seconds", type=float, default=3.0)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--counts-only", action="store_true",
+                    help="measure only what the index counts cost a write")
     args = ap.parse_args(argv)
+    if args.counts_only:
+        print(json.dumps({"count_cost": count_cost(max(args.rounds, 3))}, indent=2))
+        return 0
     modes = ("none", "local", "global", "paused", "log")
     rates: dict[str, list[tuple[float, ...]]] = {mode: [] for mode in modes}
     for _ in range(args.rounds):
@@ -197,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "global_lag_at_half_peak": lag,
         "range_read_rows_per_s": {"base": round(base_read), "index": round(index_read)},
+        "count_cost": count_cost(args.rounds),
     }
     targets = [
         ("put_row, one LOCAL index >= 0.6", result["ratios"]["put_local"] >= 0.6),

@@ -5,6 +5,8 @@ history, parameters, prepared queries and every error."""
 from __future__ import annotations
 
 import datetime as dt
+import math
+import struct
 
 import pytest
 
@@ -112,6 +114,58 @@ def test_casts_and_bigtable_functions(bt) -> None:
     assert q(bt, "SELECT _key FROM t WHERE cf['q'] LIKE b'\\xff%'").rows == [(b"r3",)]
     assert q(bt, "SELECT _key FROM t WHERE STARTS_WITH(cf['q'], 'v') ORDER BY _key").rows == [
         (b"r1",), (b"r2",)]
+
+
+FLOATS = [1.5, -0.0, 0.1, -123.456, 5e-324, 1e-310, 2.2250738585072014e-308,
+          1.7976931348623157e308, float("inf"), float("-inf"), float("nan")]
+
+
+def _same_float(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+
+
+@pytest.mark.parametrize("fn, fmt, width, sql_type", [
+    ("TO_FLOAT64", ">d", 8, "FLOAT64"), ("TO_FLOAT32", ">f", 4, "FLOAT32")])
+def test_to_float_reads_big_endian_ieee_bytes_exactly(bt, fn, fmt, width, sql_type) -> None:
+    values = [v for v in FLOATS if fmt == ">d" or abs(v) < 3.4e38 or math.isinf(v) or math.isnan(v)]
+    values = [struct.unpack(fmt, struct.pack(fmt, v))[0] for v in values]  # as the width holds it
+    values += [struct.unpack(fmt, struct.pack(fmt, 1e-45 if width == 4 else 4e-320))[0]]  # subnormal
+    bt.table("t").mutate_row(b"f", [SetCell("cf", b"v%02d" % i, 1000, struct.pack(fmt, v))
+                                    for i, v in enumerate(values)])
+    r = q(bt, "SELECT " + ", ".join(f"{fn}(cf['v{i:02d}'])" for i in range(len(values)))
+              + " FROM t WHERE _key = 'f'")
+    assert {t for _, t in r.columns} == {sql_type}
+    assert all(_same_float(want, got) for want, got in zip(values, r.rows[0], strict=True)), \
+        list(zip(values, r.rows[0]))
+    with pytest.raises(ParameterInvalid, match=f"{fn} needs the {width} bytes of a big-endian "
+                                               "value, got 2 bytes"):
+        _ = q(bt, f"SELECT {fn}(cf['q']) FROM t WHERE _key = 'r1'").rows
+    assert q(bt, f"SELECT SAFE.{fn}(cf['q']) FROM t WHERE _key = 'r1'").rows == [(None,)]
+    with pytest.raises(ParameterInvalid, match=f"No matching signature for function {fn} for "
+                                               "argument types: INT64"):
+        q(bt, f"SELECT {fn}(7) FROM t")
+    with pytest.raises(ParameterInvalid, match=f"{fn} takes one BYTES argument, got 2"):
+        q(bt, f"SELECT {fn}(_key, _key) FROM t")
+
+
+def test_safe_prefix_makes_errors_null(bt) -> None:
+    r = q(bt, "SELECT SAFE.TO_INT64(cf['q']) AS a, SAFE.TO_INT64(cf['int']) AS b, "
+              "SAFE.LENGTH(_key) AS c, TO_FLOAT64('abcdefgh') AS d FROM t WHERE _key = 'r1'")
+    assert r.rows == [(None, -7, 2, struct.unpack(">d", b"abcdefgh")[0])]
+
+
+def test_select_star_except_and_replace(bt) -> None:
+    r = q(bt, "SELECT * EXCEPT (cf, `x-y`) FROM t WHERE _key = 's1'")
+    assert r.columns == [("_key", "BYTES"), ("n", "MAP<BYTES, INT64>")]
+    assert r.rows == [(b"s1", [(b"c", 9)])]
+    r = q(bt, "SELECT * EXCEPT (_key) REPLACE (MAP_KEYS(cf) AS cf) FROM t WHERE _key = 'r1'")
+    assert [c for c, _ in r.columns] == ["cf", "n", "x-y"]
+    assert r.rows[0][0] == [b"int", b"q"]
+    with pytest.raises(ParameterInvalid, match="Column nope in SELECT \\* EXCEPT/REPLACE list "
+                                               "does not exist"):
+        q(bt, "SELECT * EXCEPT (nope) FROM t")
+    with pytest.raises(ParameterInvalid, match="must name each column once and leave at least one"):
+        q(bt, "SELECT * EXCEPT (_key, cf, n, `x-y`) FROM t")
 
 
 def test_aggregates_group_by_order_by_limit(bt) -> None:

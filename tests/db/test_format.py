@@ -12,8 +12,8 @@ from widetable.keys import layout
 
 def test_a_new_store_records_the_current_format_version(tmp_path) -> None:
     with widetable.open(str(tmp_path), purge_interval=None) as db:
-        assert db._engine.get(layout.FORMAT_VERSION_KEY) == (2).to_bytes(4, "big")
-        assert store_format.stored_version(db._engine) == store_format.FORMAT_VERSION == 2
+        assert db._engine.get(layout.FORMAT_VERSION_KEY) == (3).to_bytes(4, "big")
+        assert store_format.stored_version(db._engine) == store_format.FORMAT_VERSION == 3
     with widetable.open(":memory:", engine="memory") as db:
         assert store_format.stored_version(db._engine) == store_format.FORMAT_VERSION
 
@@ -56,16 +56,16 @@ def test_the_migration_step_is_named_and_runs_once(tmp_path) -> None:
 def test_a_store_of_a_newer_version_is_refused_untouched(tmp_path) -> None:
     with widetable.open(str(tmp_path), purge_interval=None) as db:
         db.create_table("t", [("k", "STRING")])
-        db._engine.put(layout.FORMAT_VERSION_KEY, (3).to_bytes(4, "big"))
+        db._engine.put(layout.FORMAT_VERSION_KEY, (4).to_bytes(4, "big"))
     for _ in range(2):  # refused each time: the engine was closed, and nothing was written
-        with pytest.raises(WidetableError, match=r"format version 3, newer than 2") as err:
+        with pytest.raises(WidetableError, match=r"format version 4, newer than 3") as err:
             widetable.open(str(tmp_path), purge_interval=None)
         assert err.value.code == "OTSNotSupported"
         assert str(tmp_path) in err.value.message
     from widetable.storage import open_engine
     engine = open_engine(str(tmp_path), "rocksdb", False, None)
     try:
-        assert engine.get(layout.FORMAT_VERSION_KEY) == (3).to_bytes(4, "big")
+        assert engine.get(layout.FORMAT_VERSION_KEY) == (4).to_bytes(4, "big")
     finally:
         engine.close()
 
@@ -100,7 +100,7 @@ def test_a_format_1_store_is_upgraded_to_families_and_serves(tmp_path) -> None:
         engine.close()
     assert store_format.MIGRATIONS[1].__name__ == "migrate_1_to_2"
     with widetable.open(path, purge_interval=None) as db:
-        assert store_format.stored_version(db._engine) == 2
+        assert store_format.stored_version(db._engine) == store_format.FORMAT_VERSION
         after = {k: json.loads(v) for k, v in db._engine.scan(*layout.catalog_range())}
         assert set(after) == set(before)
         for key, schema in after.items():

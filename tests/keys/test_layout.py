@@ -45,14 +45,16 @@ def test_prefixes_are_drawn_in_sort_order() -> None:
         (0x00, "store metadata"), (0x01, "catalog"), (0x02, "counters"), (0x03, "partitions"),
         (0x04, "statistics"),
         (0x05, "auto-increment"), (0x06, "change log"), (0x07, "checkpoints"),
-        (0x08, "index refs"), (0x0A, "search indexes"), (0x0B, "SQL mapping tables"),
+        (0x08, "index refs"), (0x09, "index counts"), (0x0A, "search indexes"),
+        (0x0B, "SQL mapping tables"),
         (0x10, "table rows"), (0x11, "family rows"),
     ]
     assert [b for b, _ in drawn] == sorted(b for b, _ in drawn)
     assert [bytes([b]) for b, _ in drawn] == [
         layout.META, layout.CATALOG, layout.COUNTERS, layout.PARTITIONS, layout.STATS,
         layout.AUTO_INCREMENT, layout.CHANGE_LOG, layout.CHECKPOINTS, layout.INDEX_REFS,
-        layout.SEARCH_INDEXES, layout.SQL_MAPPINGS, layout.ROWS, layout.FAMILY_ROWS,
+        layout.INDEX_COUNTS, layout.SEARCH_INDEXES, layout.SQL_MAPPINGS, layout.ROWS,
+        layout.FAMILY_ROWS,
     ]
 
 
@@ -148,6 +150,11 @@ PRETTY_GOLDEN: list[tuple[bytes, str]] = [
     (layout.change_log_key(7, 2, 42), "/ChangeLog/7/2/42"),
     (layout.checkpoint_key(9, 2), "/Checkpoint/9/2"),
     (layout.index_ref_key(9, encode_tuple(("u1", 42))), '/IndexRef/9/"u1"/42'),
+    (layout.index_count_key(9, 1, encode_tuple(("pos7",))), '/IndexCount/9/1/"pos7"'),
+    (layout.index_count_key(9, 2, encode_tuple(("u1", 42))), '/IndexCount/9/2/"u1"/42'),
+    (layout.index_count_state_key(9), "/IndexCount/9/state"),
+    (layout.index_count_state_key(9) + b"\x01", "/IndexCount/9/state/?01"),
+    (layout.index_count_key(9, 1, b"\x02ab"), "/IndexCount/9/1/?026162"),
     (layout.FORMAT_VERSION_KEY, "/Meta/'format_version'"),
     (b"\x00", "/Meta/''"),
     (layout.sql_mapping_key("orders"), "/SQLMapping/'orders'"),
@@ -200,6 +207,10 @@ KEY_GOLDEN: list[tuple[str, bytes, str]] = [
      "1100000007000301616200"),
     ("family range end", layout.family_range(7, 3)[1], "11000000070004"),
     ("families of a table, end", layout.family_range(7)[1], "1100000008"),
+    ("index count", layout.index_count_key(9, 1, encode_tuple(("pos7",))),
+     "09000000090102706f733700"),
+    ("index count state", layout.index_count_state_key(9), "090000000900"),
+    ("index counts, end", layout.index_count_range(9)[1], "090000000a"),
     ("index refs of rows", layout.index_ref_keys(9, [layout.row_key(7, encode_tuple(("u1", 42)))])[0],
      "08000000090275310015800000000000002a"),
 ]
@@ -239,6 +250,23 @@ def test_an_index_ref_of_a_row_key_is_the_ref_of_its_encoded_key(index_id: int, 
     assert layout.index_ref_keys(index_id, [layout.row_key(3, encoded)]) == [
         layout.index_ref_key(index_id, encoded)]
     assert contains(layout.index_ref_range(index_id), layout.index_ref_key(index_id, encoded))
+
+
+@given(table_ids, pk_tuples)
+def test_the_count_keys_of_an_entry_are_those_of_its_prefixes(index_id: int, pk: tuple) -> None:
+    entry = layout.row_key(index_id, encode_tuple(pk))
+    lengths = tuple(range(1, len(pk) + 1))
+    keys = layout.index_count_keys(index_id, lengths, entry)
+    assert keys == [layout.index_count_key(index_id, k, encode_tuple(pk[:k])) for k in lengths]
+    for k, key in zip(lengths, keys):
+        assert layout.decode_index_count_key(key) == (index_id, k, pk[:k])
+        assert key == layout.index_count_head(index_id, k) + encode_tuple(pk[:k])
+        assert contains(layout.index_count_range(index_id), key)
+        assert contains(layout.index_counts_of_length(index_id, k), key)
+        assert layout.index_count_state_key(index_id) < key
+        if index_id < layout.MAX_TABLE_ID:
+            assert not contains(layout.index_count_range(index_id + 1), key)
+    assert layout.index_count_keys(index_id, (len(pk),), entry)[0][6:] == entry[5:]
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))

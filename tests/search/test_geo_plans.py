@@ -11,6 +11,9 @@ import pytest
 import widetable
 from widetable.search import BoolQuery, GeoBoundingBoxQuery, GeoDistanceQuery, GeoPolygonQuery, TermQuery
 from widetable.search import compile as compile_
+from widetable.search.schema import LAYOUT
+
+from .layouts import as_layout
 
 R = 6371008.8
 
@@ -21,9 +24,12 @@ def haversine(a: float, b: float, c: float, d: float) -> float:
     return 2 * R * math.asin(min(1.0, math.sqrt(h)))
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    db = widetable.open(str(tmp_path_factory.mktemp("geo") / "s"), purge_interval=None)
+@pytest.fixture(scope="module", params=[LAYOUT, 2], ids=lambda n: f"layout{n}")
+def store(request, tmp_path_factory):
+    """1,500 points in an index of the current layout (points tested from fast values) and
+    of layout 2 (from the stored sources)."""
+    path = str(tmp_path_factory.mktemp("geo") / "s")
+    db = widetable.open(path, purge_interval=None)
     t = db.create_table("t", [("id", "INTEGER")])
     rnd = random.Random(11)
     points = {}
@@ -33,6 +39,9 @@ def store(tmp_path_factory):
         t.put_row((i,), {"loc": f"{lat},{lon}", "k": "ab"[i % 2]})
     db.create_search_index("t", "ix", [("loc", "GEO_POINT"), ("k", "KEYWORD")])
     assert db.wait_for_search_indexes("t", "ix")
+    if request.param != LAYOUT:
+        db.close()
+        db = as_layout(path, "t", "ix", request.param)
     yield db, points
     db.close()
 
@@ -52,6 +61,7 @@ QUERIES = [
 def test_every_plan_is_exact(store, monkeypatch, cost, case):
     db, points = store
     monkeypatch.setattr(compile_, "CANDIDATE_COST", cost)
+    monkeypatch.setattr(compile_, "FAST_CANDIDATE_COST", cost)
     q, test = QUERIES[case]
     if test is None:  # the polygon: the engine's own point-in-polygon test is the reference
         from widetable.search import geo

@@ -1,4 +1,4 @@
-"""Sorts and aggregations computed by tantivy (layout 2) against brute force.
+"""Sorts and aggregations computed by tantivy (layouts 2 and 3) against brute force.
 
 The rows are chosen for the cases the level-by-level search must get right:
 many ties on the sort value across page boundaries, several shards and
@@ -20,7 +20,10 @@ import pytest
 
 import widetable
 from widetable.keys import layout as keys
+
+from .layouts import as_layout
 from widetable.search import ordered
+from widetable.search.schema import LAYOUT
 from widetable.search import (
     ASC, DESC, AvgAgg, CountAgg, DistinctCountAgg, FieldSort, GroupByDateHistogram, GroupByField,
     GroupByFilter, GroupByHistogram, GroupByRange, MatchAllQuery, MaxAgg, MinAgg, PrimaryKeySort,
@@ -51,9 +54,12 @@ def make_rows(seed: int) -> dict:
     return rows
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    db = widetable.open(str(tmp_path_factory.mktemp("tpaths")), purge_interval=None)
+@pytest.fixture(scope="module", params=[LAYOUT, 2], ids=lambda n: f"layout{n}")
+def store(request, tmp_path_factory):
+    """The rows in an index of the current layout and in one of layout 2 (an index an older
+    release made: still served as it is)."""
+    path = str(tmp_path_factory.mktemp("tpaths"))
+    db = widetable.open(path, purge_interval=None)
     t = db.create_table("t", [("id", "STRING")])
     rows = make_rows(1)
     items = list(rows.items())
@@ -61,6 +67,10 @@ def store(tmp_path_factory):
         t.put_row((pk,), r)
     db.create_search_index("t", "ix", FIELDS, shards=3)
     assert db.wait_for_search_indexes("t", "ix", timeout=60)
+    if request.param != LAYOUT:
+        db.close()
+        db = as_layout(path, "t", "ix", request.param)
+        t = db.table("t")
     for j, (pk, r) in enumerate(items[100:]):  # later writes: more segments
         t.put_row((pk,), r)
         if j % 15 == 0:

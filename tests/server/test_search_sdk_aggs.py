@@ -162,7 +162,7 @@ def test_geo_distance_and_composite(indexed):
             [GroupByField("city", name="c"), GroupByField("kind", name="k")], size=2, next_token=token,
             sub_aggs=[Sum("w", name="sw")], name="comp")])
         res = resp.group_by_results[0]
-        assert res.source_group_by_names == ["city", "kind"]
+        assert res.source_group_by_names == ["c", "k"]  # the sources' names
         for it in res.items:
             members = [r for r in rows.values() if (r["city"], r["kind"]) == tuple(it.keys)]
             assert it.row_count == len(members) and it.sub_aggs[0].value == sum(r["w"] for r in members)
@@ -171,6 +171,54 @@ def test_geo_distance_and_composite(indexed):
         if not token:
             break
     assert got == want
+
+
+def test_geo_grid_and_composite_of_histograms_through_the_sdk(indexed):
+    """GroupByGeoGrid (cells, their boxes, sub-aggregations) and a GroupByComposite whose
+    sources are a histogram and a date histogram, with a sub group-by, paged by token."""
+    from tablestore.group_by import GroupByGeoGrid
+    from tablestore.metadata import GeoHashPrecision
+
+    db, client, rows = indexed
+    resp = search(client, group_bys=[GroupByGeoGrid(
+        "loc", GeoHashPrecision.GHP_1200M_609M_6, size=5, sub_aggs=[Sum("price", name="sp")],
+        name="grid")])
+    cells: dict = {}
+    for k, r in rows.items():
+        cells.setdefault(geo.encode(*map(float, r["loc"].split(",")), 6), []).append(k)
+    items = resp.group_by_results[0].items
+    assert [it.key for it in items] == sorted(cells, key=lambda c: (-len(cells[c]), c))[:5]
+    for it in items:
+        lat_min, lat_max, lon_min, lon_max = geo.bounds(it.key)
+        assert (it.geo_grid.top_left.lat, it.geo_grid.top_left.lon) == (lat_max, lon_min)
+        assert (it.geo_grid.bottom_right.lat, it.geo_grid.bottom_right.lon) == (lat_min, lon_max)
+        assert it.row_count == len(cells[it.key])
+        assert it.sub_aggs[0].value == sum(rows[k].get("price", 0) for k in cells[it.key])
+    want: dict = {}
+    for r in rows.values():
+        key = (None if "price" not in r else str(r["price"] // 20 * 20),
+               str((r["day"] // (10 * DAY)) * 10 * DAY))
+        want.setdefault(key, []).append(r)
+    got, token = [], None
+    while True:
+        resp = search(client, group_bys=[GroupByComposite(
+            [GroupByHistogram("price", 20, FieldRange(0, 100), name="p"),
+             GroupByDateHistogram("day", DateTimeValue(10, DateTimeUnit.DAY), name="d")],
+            size=3, next_token=token, sub_group_bys=[GroupByField("kind", name="kind")],
+            name="comp")])
+        res = resp.group_by_results[0]
+        assert res.source_group_by_names == ["p", "d"]
+        for it in res.items:
+            members = want[tuple(it.keys)]
+            assert it.row_count == len(members)
+            kinds = {i.key: i.row_count for i in it.sub_group_bys[0].items}
+            assert kinds == {k: sum(m["kind"] == k for m in members) for k in {m["kind"] for m in members}}
+            got.append(tuple(it.keys))
+        token = res.next_token
+        if not token:
+            break
+    assert set(got) == set(want) and len(got) == len(want)
+    assert got == sorted(got, key=lambda k: tuple((0, 0) if v is None else (1, int(v)) for v in k))
 
 
 def test_sort_modes_and_range_with_sort_through_the_sdk(indexed):
@@ -192,7 +240,7 @@ def test_widetable_connect_sends_them_too(indexed, in_process):
     import widetable
     from widetable.search import (
         DESC, FieldSort as FS, GroupByComposite as WComp, GroupByDateHistogram as WDH,
-        GroupByGeoDistance as WGeo, GroupByHistogram as WH, MatchAllQuery as WAll, PercentilesAgg,
+        GroupByGeoDistance as WGeo, GroupByGeoGrid as WGrid, GroupByHistogram as WH, MatchAllQuery as WAll, PercentilesAgg,
         SumAgg, TopRowsAgg,
     )
 
@@ -205,14 +253,19 @@ def test_widetable_connect_sends_them_too(indexed, in_process):
         gbs = [WH("h", "price", 10, 0, 1, (SumAgg("s", "w"),), (), (0, 40), -1),
                WDH("m", "day", "month"), WDH("d", "day", 5 * DAY),
                WGeo("g", "loc", "30,120", ((None, 5000), (5000, None))),
-               WComp("c", ("city", "kind"), 4)]
+               WComp("c", ("city", "kind"), 4),
+               WGrid("grid", "loc", 5, 3, (SumAgg("gs", "w"),)),
+               WComp("ch", (WH("hp", "price", 25), WDH("hd", "day", 20 * DAY)), 50)]
         local = db.search("sale", "ix", WAll(), limit=0, aggs=aggs, group_bys=gbs)
         got = remote.search("sale", "ix", WAll(), limit=0, aggs=aggs, group_bys=gbs)
         assert got.aggs["p"] == local.aggs["p"]
         assert [r.primary_key for r in got.aggs["top"]] == [r.primary_key for r in local.aggs["top"]]
-        for name in ("h", "m", "d", "g"):
+        for name in ("h", "m", "d", "g", "grid"):
             assert [(x.key, x.row_count, x.aggs) for x in got.group_bys[name]] == \
                 [(x.key, x.row_count, x.aggs) for x in local.group_bys[name]], name
+        hist, local_hist = got.group_bys["ch"][0], local.group_bys["ch"][0]
+        assert [(x.key, x.row_count) for x in hist] == [  # keys travel as text
+            (tuple(None if k is None else str(k) for k in x.key), x.row_count) for x in local_hist]
         page, token = got.group_bys["c"]
         lpage, ltoken = local.group_bys["c"]
         assert [(x.key, x.row_count) for x in page] == [(x.key, x.row_count) for x in lpage]

@@ -26,7 +26,7 @@ from ..errors import NOT_SUPPORTED, WidetableError
 from ..keys import layout
 from ..table.schema import TableSchema
 
-FORMAT_VERSION = 2  # the format this release writes
+FORMAT_VERSION = 3  # the format this release writes
 
 
 def encode_version(version: int) -> bytes:
@@ -52,8 +52,18 @@ def migrate_1_to_2(engine, batch) -> None:
         batch.put(key, schema.to_json())
 
 
+def migrate_2_to_3(engine, batch) -> None:
+    """Version 2 to 3 (index counts, 0x09): every secondary index gets the counts of its
+    entries and its count state (``index/counts.py``). A release of format 2 would write
+    entries without their counts, so it must not open a store of format 3."""
+    from ..index.counts import migrate
+
+    migrate(engine, batch)
+
+
 # version N -> the step that takes a store from N to N + 1 (adding its changes to the batch)
-MIGRATIONS: dict[int, Callable[[object, object], None]] = {0: migrate_0_to_1, 1: migrate_1_to_2}
+MIGRATIONS: dict[int, Callable[[object, object], None]] = {
+    0: migrate_0_to_1, 1: migrate_1_to_2, 2: migrate_2_to_3}
 
 
 def _is_empty(engine) -> bool:

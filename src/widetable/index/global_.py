@@ -5,9 +5,10 @@ commit of a table with a global index (and every 50 ms). For each index it
 takes the records after its position and brings the entry of each row they
 name up to date: it computes the row's entry and compares it with the entry
 it recorded for that row (the index ref, ``layout.index_ref_key``); a stale
-entry is deleted, the new one put. Index rows, refs and the new checkpoints
-go in one engine batch, so after a crash the applier resumes exactly at its
-checkpoints, and applying a record again is harmless.
+entry is deleted, the new one put. Index rows, refs, their counts
+(``counts.py``) and the new checkpoints go in one engine batch, so after a
+crash the applier resumes exactly at its checkpoints, and applying a record
+again is harmless.
 
 Records come from one of two places:
 
@@ -409,11 +410,15 @@ class Indexer:
         n = len(prefix)
         entry, unpack, put, delete = codec.entry, rowcodec.unpack, batch.put, batch.delete
         too_long = 0  # rows that became (+) or stopped being (-) too long to index
+        counts = codec.counts
+        deltas = None
         for blob, ref_key, ref in zip(blobs, ref_keys, refs):
             e = entry(unpack(blob)) if blob is not None else None
             if e is None or e is TOO_LONG:
                 if ref:  # the row's entry
                     delete(prefix + ref)
+                    if counts is not None:
+                        deltas = counts.move(deltas, prefix + ref, None)
                 if e is TOO_LONG:
                     if ref != TOO_LONG_REF:
                         put(ref_key, TOO_LONG_REF)
@@ -426,10 +431,16 @@ class Indexer:
             if not ref:
                 put(ref_key, ikey[n:])
                 too_long -= ref == TOO_LONG_REF
+                if counts is not None:
+                    deltas = counts.move(deltas, None, ikey)
             elif ref != ikey[n:]:
                 delete(prefix + ref)
                 put(ref_key, ikey[n:])
+                if counts is not None:
+                    deltas = counts.move(deltas, prefix + ref, ikey)
             put(ikey, e[1])
+        if deltas is not None:  # under gi.lock, which every writer of these counts holds
+            deltas.stage(engine, batch)
         if too_long:
             gi.too_long += too_long
             batch.put(too_long_key(gi.index_id), gi.too_long.to_bytes(8, "big"))

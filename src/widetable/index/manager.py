@@ -20,6 +20,7 @@ from ..stream.feed import TableFeed
 from ..table.schema import GLOBAL, LOCAL, IndexSpec
 from ..table.values import now_ms
 from .backfill import backfill
+from .counts import CHECKED, EXACT, IndexCounts, counted_lengths
 from .global_ import GlobalIndex, Indexer, too_long_key
 from .schema import IndexCodec, check_index
 from .verify import IndexReport, verify
@@ -60,6 +61,7 @@ class IndexManager:
         self.feeds: dict[int, TableFeed] = ctx.changelog.feeds
         self.views: dict[str, IndexTable] = {}
         self.globals: dict[str, GlobalIndex] = {}
+        self.counts: dict[int, IndexCounts] = {}  # index id -> its counts (counted ones)
         self.indexer = Indexer(ctx, self._trim_if_open)
         self.changelog.on_logged = self.indexer.start  # its thread also trims the logs
         self.trim_lock = self.changelog.trim_lock  # held by trims, and by drops
@@ -68,6 +70,10 @@ class IndexManager:
 
     def open_table(self, table: Table) -> None:
         """Attach a table loaded from the catalog: its feed, index views and global indexes."""
+        for spec in table.schema.indexes:
+            counts = IndexCounts.load(self.engine, spec.table_id)
+            if counts is not None:
+                self.counts[spec.table_id] = counts
         self.configure(table)
         for spec in table.schema.indexes:
             self._open_index(table, spec)
@@ -76,7 +82,8 @@ class IndexManager:
         """Bring ``table``'s change-log consumers (its stream, its global indexes) and its
         feed's local indexes in line with its schema; afterwards every write sees them."""
         s = table.schema
-        local = [IndexCodec(s, spec, strict=True) for spec in s.indexes if spec.index_type == LOCAL]
+        local = [self._codec(s, spec, strict=True) for spec in s.indexes
+                 if spec.index_type == LOCAL]
         log_ = self.changelog
         wanted: dict[str, IndexSpec | None] = {}
         if s.stream:
@@ -114,8 +121,13 @@ class IndexManager:
 
     # -- indexes ---------------------------------------------------------------------
 
+    def _codec(self, base, spec: IndexSpec, strict: bool) -> IndexCodec:
+        codec = IndexCodec(base, spec, strict)
+        codec.counts = self.counts.get(spec.table_id)
+        return codec
+
     def _open_index(self, table: Table, spec: IndexSpec) -> IndexTable:
-        codec = IndexCodec(table.schema, spec, strict=spec.index_type == LOCAL)
+        codec = self._codec(table.schema, spec, strict=spec.index_type == LOCAL)
         view = IndexTable(self.ctx, table, codec)
         self.partitions.open_table(view)
         self.views[spec.name] = view
@@ -123,7 +135,7 @@ class IndexManager:
             consumer = self.changelog.get(index_consumer(spec.name))
             assert consumer is not None  # configure registered it
             self.globals[spec.name] = self.indexer.add(
-                IndexCodec(table.schema, spec, strict=False), table,
+                self._codec(table.schema, spec, strict=False), table,
                 self.feeds[table.schema.table_id], consumer,
             )
         return view
@@ -139,6 +151,13 @@ class IndexManager:
         index_id = self.ctx.ids.take(batch)
         spec = check_index(table.schema, name, primary_key, defined_columns, index_type, index_id, 0)
         spec = replace(spec, building=include_base_data)
+        # Counted from its first entry on: a local index CHECKED until its backfill ends
+        # (for good without one: rows older than the index have no entries).
+        lengths = counted_lengths(spec, table.schema.pk_names)
+        if lengths:
+            counts = IndexCounts(index_id, lengths, CHECKED if spec.index_type == LOCAL else EXACT)
+            batch.put(layout.index_count_state_key(index_id), counts.state())
+            self.counts[index_id] = counts
         # Take the id for good before any write can use it (configure makes the index live
         # for writers, which may write LOCAL entries under it): after a crash before the
         # catalog write, the id is not handed out again with those entries under it.
@@ -169,7 +188,12 @@ class IndexManager:
     def _build(self, table: Table, spec: IndexSpec, view: IndexTable, progress: bool | None) -> None:
         """Backfill ``spec`` (catalogued with ``building``), then catalogue it as built."""
         gi = self.globals.get(spec.name)
+        counts = self.counts.get(spec.table_id)
+        if gi is None and counts is not None and counts.mode != CHECKED:
+            counts.store(self.engine, CHECKED)  # entries of older rows are missing until the end
         backfill(self.ctx, self.indexer, table, spec.table_id, None if gi else view._codec, gi, progress)
+        if gi is None and counts is not None:
+            counts.store(self.engine, EXACT)  # every row has its entry now
         built = replace(spec, building=False)
         schema = replace(table.schema, indexes=tuple(
             built if i.name == spec.name else i for i in table.schema.indexes))
@@ -216,6 +240,8 @@ class IndexManager:
         batch.delete_range(*layout.checkpoint_range(spec.table_id))
         batch.delete_range(*layout.index_ref_range(spec.table_id))
         batch.delete(too_long_key(spec.table_id))
+        batch.delete_range(*layout.index_count_range(spec.table_id))
+        self.counts.pop(spec.table_id, None)
         self.partitions.drop_table(spec.table_id, batch)
 
     def view(self, table: Table, name: str) -> IndexTable:

@@ -137,6 +137,9 @@ class IndexCodec:
         self.spec = spec
         self.schema = index_schema(base, spec)
         self.strict = strict  # raise on an unencodable key (local) instead of skipping (global)
+        # The index's counts (``counts.IndexCounts``), shared by every codec of the index;
+        # None: not counted (``IndexManager`` sets it).
+        self.counts = None
         self.prefix = layout.table_prefix(spec.table_id)
         self._encode = codec.make_encoder(self.schema.pk_types, self.schema.pk_names)
         base_pos = {n: i for i, n in enumerate(base.pk_names)}

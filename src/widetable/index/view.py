@@ -6,6 +6,7 @@ Each base row is checked against the entry's key: a row that is gone, or whose
 indexed columns no longer hold the entry's values (a global index lags behind
 its table), is left out, so a read of ``status == "paid"`` never returns a row
 now ``"refunded"``. Every write raises ``OTSParameterInvalid``.
+``prefix_count`` reads how many entries share a counted key prefix (``counts.py``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ..errors import ParameterInvalid
+from ..errors import InvalidPK, ParameterInvalid
+from ..keys import layout
+from ..keys.compiled import compile_key_encoder
 from ..table import rowcodec
 from ..table.row import RangeResult, Row
 from ..table.table import Table
+from .counts import decode_count
 from .schema import IndexCodec
 
 if TYPE_CHECKING:
@@ -37,6 +41,7 @@ class IndexTable(Table):
         self.base = base
         self.index_type = codec.spec.index_type
         self._codec = codec
+        self._prefix_encoders: dict[int, tuple] = {}
 
     def __repr__(self) -> str:
         return f"<Index {self.name!r} of {self.base.name!r} pk={list(self.schema.pk_names)}>"
@@ -111,6 +116,36 @@ class IndexTable(Table):
                 out.append(row)
         return out
 
+    def counted(self, length: int) -> bool:
+        """Whether the index counts its entries by prefixes of ``length`` key columns."""
+        counts = self._codec.counts
+        return counts is not None and length in counts.lengths
+
+    def prefix_count(self, values: tuple) -> int | None:
+        """How many entries have key values starting with ``values`` (one read), or None
+        when the index does not count prefixes of that length, or a value cannot be a
+        key value (a string over 1 KB): then count the entries themselves. A global
+        index's count lags as its entries do."""
+        k = len(values)
+        compiled = self._prefix_encoders.get(k)
+        if compiled is None:
+            if not self.counted(k):
+                return None
+            types = self.schema.pk_types[:k]
+            compiled = self._prefix_encoders[k] = (
+                compile_key_encoder(types), tuple(_PY[t] for t in types),
+                layout.index_count_head(self.schema.table_id, k))
+        if self._codec.counts is None:  # no longer counted
+            return None
+        encode, kinds, head = compiled
+        if tuple(map(type, values)) != kinds:
+            return None
+        try:
+            encoded = encode(values)
+        except InvalidPK:
+            return None
+        return decode_count(self._engine.get(head + encoded))
+
     # -- writes are refused -----------------------------------------------------
 
     read_only = True
@@ -123,6 +158,9 @@ class IndexTable(Table):
         raise self.write_refused()
 
     put_row = update_row = delete_row = encode_put = _refuse  # type: ignore[assignment]
+
+
+_PY = {"STRING": str, "INTEGER": int, "BINARY": bytes}
 
 
 def base_unpack(blob: bytes) -> tuple:

@@ -14,6 +14,9 @@ place that builds key bytes (with ``codec``); ``docs/format.md`` is the record.
     0x06 table_id:u32 shard:u32 seq:u64  change log: one record per committed write
     0x07 consumer_id:u32 shard:u32    checkpoints: last change-log seq a consumer applied
     0x08 index_id:u32 base-pk-tuple   index refs: the global-index key of one base row
+    0x09 index_id:u32 length:u8 prefix  index counts: entries whose first ``length`` key
+                                      columns are ``prefix`` -> uint64 big-endian; length 0
+                                      (no prefix): the index's count state
     0x0A table_id:u32 name            search indexes: definition (JSON); documents live in tantivy
     0x0B name                         SQL mapping tables: mapping name -> declaration (JSON)
     0x10 table_id:u32 pk-tuple        table rows: one key per row, value = row blob
@@ -25,9 +28,9 @@ family (family id 0: every Tablestore-model table has only it) lives under 0x10 
 engine's default keyspace, exactly as before families existed; every other family
 (a Bigtable table's families: ids from 1) under 0x11, in the engine's column family
 of that family's storage profile, so a read of one family never reads another's
-bytes. Prefixes 0x09, 0x0C-0x0F and 0x12-0x1F are reserved for later layers. Partition boundaries are row keys cut after the first primary-key
-element (``partition_prefix``), so one partition-key value never spans two
-partitions.
+bytes. Prefixes 0x0C-0x0F and 0x12-0x1F are reserved for later layers. Partition
+boundaries are row keys cut after the first primary-key element (``partition_prefix``),
+so one partition-key value never spans two partitions.
 
 DO NOT CHANGE the prefix bytes: embedded in on-disk data.
 """
@@ -45,6 +48,7 @@ AUTO_INCREMENT = b"\x05"  # DO NOT CHANGE: embedded in on-disk data
 CHANGE_LOG = b"\x06"  # DO NOT CHANGE: embedded in on-disk data
 CHECKPOINTS = b"\x07"  # DO NOT CHANGE: embedded in on-disk data
 INDEX_REFS = b"\x08"  # DO NOT CHANGE: embedded in on-disk data
+INDEX_COUNTS = b"\x09"  # DO NOT CHANGE: embedded in on-disk data
 SEARCH_INDEXES = b"\x0a"  # DO NOT CHANGE: embedded in on-disk data
 SQL_MAPPINGS = b"\x0b"  # DO NOT CHANGE: embedded in on-disk data
 ROWS = b"\x10"  # DO NOT CHANGE: embedded in on-disk data
@@ -204,6 +208,83 @@ def index_ref_keys(index_id: int, base_row_keys: list[bytes]) -> list[bytes]:
 def index_ref_range(index_id: int) -> tuple[bytes, bytes]:
     prefix = INDEX_REFS + index_id.to_bytes(4, "big")
     return prefix, codec.prefix_end(prefix)
+
+
+def index_count_key(index_id: int, length: int, encoded_prefix: bytes) -> bytes:
+    """The count of index ``index_id``'s entries whose first ``length`` (1-255) key columns
+    encode to ``encoded_prefix`` (a tuple of ``length`` elements)."""
+    return index_count_head(index_id, length) + encoded_prefix
+
+
+def index_count_head(index_id: int, length: int) -> bytes:
+    """What every count key of ``index_id`` of prefixes of ``length`` columns starts with
+    (``index_count_key`` is it plus the encoded prefix)."""
+    return INDEX_COUNTS + index_id.to_bytes(4, "big") + bytes((length,))
+
+
+def index_count_state_key(index_id: int) -> bytes:
+    """The count state of index ``index_id`` (what is counted, and how writers count)."""
+    return INDEX_COUNTS + index_id.to_bytes(4, "big") + b"\x00"
+
+
+def index_count_range(index_id: int) -> tuple[bytes, bytes]:
+    """Half-open range of every count of index ``index_id``, and its count state."""
+    prefix = INDEX_COUNTS + index_id.to_bytes(4, "big")
+    return prefix, _successor(prefix)
+
+
+def index_counts_of_length(index_id: int, length: int) -> tuple[bytes, bytes]:
+    """Half-open range of the counts of index ``index_id`` of prefixes of ``length`` columns."""
+    prefix = INDEX_COUNTS + index_id.to_bytes(4, "big") + bytes((length,))
+    return prefix, _successor(prefix)
+
+
+def decode_index_count_key(key: bytes) -> tuple[int, int, tuple]:
+    """``(index_id, length, prefix tuple)`` of an index count key."""
+    return int.from_bytes(key[1:5], "big"), key[5], codec.decode_tuple(key, 6)
+
+
+def index_count_keys(index_id: int, lengths: tuple[int, ...], entry_key: bytes) -> list[bytes]:
+    """The count keys an index entry (its row key, ``0x10 index_id tuple``) adds to: one per
+    prefix length in ``lengths`` (ascending, each at most the key's columns): the key cut
+    after that many elements (``codec``'s grammar: an INTEGER is 9 bytes, a STRING or
+    BINARY ends at its first 0x00 not followed by 0xFF)."""
+    return list(index_count_keyer(index_id, lengths)(entry_key))
+
+
+def index_count_keyer(index_id: int, lengths: tuple[int, ...]):
+    """``keys(entry_key)``: ``index_count_keys(index_id, lengths, entry_key)``, with the
+    heads made once and the usual case (one length, 1) on its own path: writers call it
+    per entry."""
+    head = INDEX_COUNTS + index_id.to_bytes(4, "big")
+    integer = codec.CODE_INTEGER
+    if lengths != (1,):
+        heads = [head + bytes((k,)) if k in lengths else None for k in range(1, lengths[-1] + 1)]
+
+        def keys(entry_key: bytes) -> list[bytes]:
+            out, pos = [], ROW_PK_OFFSET
+            for h in heads:  # each element's end, up to the longest prefix
+                if entry_key[pos] == integer:
+                    pos += 9
+                else:
+                    pos = entry_key.index(b"\x00", pos + 1)
+                    while entry_key[pos + 1:pos + 2] == b"\xff":
+                        pos = entry_key.index(b"\x00", pos + 2)
+                    pos += 1
+                if h is not None:
+                    out.append(h + entry_key[ROW_PK_OFFSET:pos])
+            return out
+        return keys
+    one = head + b"\x01"
+
+    def first(entry_key: bytes) -> tuple[bytes]:
+        if entry_key[ROW_PK_OFFSET] == integer:
+            return (one + entry_key[ROW_PK_OFFSET:ROW_PK_OFFSET + 9],)
+        end = entry_key.index(b"\x00", ROW_PK_OFFSET + 1)
+        while entry_key[end + 1:end + 2] == b"\xff":
+            end = entry_key.index(b"\x00", end + 2)
+        return (one + entry_key[ROW_PK_OFFSET:end + 1],)
+    return first
 
 
 def search_index_key(table_id: int, name: str) -> bytes:
@@ -396,6 +477,15 @@ def pretty(key: bytes) -> str:
         except Exception:
             return f"/IndexRef/{int.from_bytes(key[1:5], 'big')}/?{key[5:].hex()}"
         return f"/IndexRef/{int.from_bytes(key[1:5], 'big')}" + "".join("/" + _pretty_value(p) for p in parts)
+    if head == INDEX_COUNTS and len(key) >= 6:
+        index_id, length = int.from_bytes(key[1:5], "big"), key[5]
+        if length == 0:
+            return f"/IndexCount/{index_id}/state" + ("" if len(key) == 6 else f"/?{key[6:].hex()}")
+        try:
+            parts = codec.decode_tuple(key, 6)
+        except Exception:
+            return f"/IndexCount/{index_id}/{length}/?{key[6:].hex()}"
+        return f"/IndexCount/{index_id}/{length}" + "".join("/" + _pretty_value(p) for p in parts)
     if head == SEARCH_INDEXES and len(key) > 5:
         return f"/SearchIndex/{int.from_bytes(key[1:5], 'big')}/{key[5:].decode('utf-8', 'replace')!r}"
     if head == SQL_MAPPINGS:

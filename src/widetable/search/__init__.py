@@ -7,8 +7,8 @@ the one module that imports tantivy.
 
 from .aggs import (
     AvgAgg, CountAgg, DistinctCountAgg, GroupByComposite, GroupByDateHistogram, GroupByField,
-    GroupByFilter, GroupByGeoDistance, GroupByHistogram, GroupByRange, GroupKeySort, MaxAgg, MinAgg,
-    PercentilesAgg, RowCountSort, SubAggSort, SumAgg, TopRowsAgg,
+    GroupByFilter, GroupByGeoDistance, GroupByGeoGrid, GroupByHistogram, GroupByRange, GroupKeySort,
+    MaxAgg, MinAgg, PercentilesAgg, RowCountSort, SubAggSort, SumAgg, TopRowsAgg,
 )
 from .execute import (
     RETURN_ALL, RETURN_ALL_FROM_INDEX, RETURN_NONE, RETURN_SPECIFIED, SearchHit, SearchResult,
@@ -27,7 +27,7 @@ __all__ = [
     "FieldSchema", "FieldSort", "FieldValueFactor", "FunctionScoreQuery", "GeoBoundingBoxQuery",
     "GeoDistanceQuery", "GeoDistanceSort", "GeoPolygonQuery", "GroupByComposite",
     "GroupByDateHistogram", "GroupByField", "GroupByFilter", "GroupByGeoDistance",
-    "GroupByHistogram", "GroupByRange", "GroupKeySort", "MatchAllQuery", "MatchPhraseQuery",
+    "GroupByGeoGrid", "GroupByHistogram", "GroupByRange", "GroupKeySort", "MatchAllQuery", "MatchPhraseQuery",
     "MatchQuery", "MaxAgg", "MinAgg", "NestedQuery", "PercentilesAgg", "PrefixQuery",
     "PrimaryKeySort", "RangeQuery", "RowCountSort", "ScoreSort", "SearchHit", "SearchResult",
     "SubAggSort", "SumAgg", "TermQuery", "TermsQuery", "TopRowsAgg", "WildcardQuery",

@@ -6,7 +6,8 @@ document without the field. Results: an aggregation gives a number (None
 when no document has a value), ``percentiles`` a ``{percent: value}`` dict
 (linear interpolation between closest ranks), ``top_rows`` a list of rows.
 A group-by gives a list of :class:`Group` (``key``, ``row_count``, ``aggs``,
-``group_bys``); GroupByComposite gives ``(groups, next_token)``.
+``group_bys``); GroupByComposite gives ``(groups, next_token)``; GroupByGeoGrid's keys
+are geohash cells.
 """
 
 from __future__ import annotations
@@ -188,14 +189,39 @@ class GroupByDateHistogram(GroupBy):
 
 @dataclass(frozen=True, slots=True)
 class GroupByComposite(GroupBy):
-    """Groups by every combination of ``sources`` (field names), in key order, ``size``
-    a page; ``next_token`` continues."""
+    """Groups by every combination of its ``sources``' keys, in key order (a row without a
+    source's value has None there, first), ``size`` groups a page; ``next_token``
+    continues. A source is a field name or a GroupByField (the field's values), or a
+    GroupByHistogram or GroupByDateHistogram (its buckets, with its ``field_range`` and
+    ``missing``); only their keys are used. ``sub_aggs`` and ``sub_group_bys`` run per
+    group."""
 
     name: str
     sources: tuple
     size: int = 10
     next_token: bytes | None = None
     sub_aggs: tuple = ()
+    sub_group_bys: tuple = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupByGeoGrid(GroupBy):
+    """Groups a GEO_POINT field's points by geohash cell of ``precision`` characters
+    (1-12: 5,000 km down to 37 mm), the ``size`` cells with the most rows first (then by
+    cell); a group's key is the cell, ``geo.bounds(key)`` its box. A row counts once in
+    each cell its points fall in."""
+
+    name: str
+    field_name: str
+    precision: int
+    size: int = 10
+    sub_aggs: tuple = ()
+    sub_group_bys: tuple = ()
+
+
+def source_names(g: GroupByComposite) -> list[str]:
+    """The names of a composite group-by's sources (a field name names itself)."""
+    return [s if isinstance(s, str) else s.name for s in g.sources]  # type: ignore[attr-defined]
 
 
 @dataclass(slots=True)
@@ -259,8 +285,18 @@ class Aggregator:
                 _check_numeric(x, fs.type)
         if isinstance(x, GroupByField) and not 1 <= x.size <= MAX_GROUP_SIZE:
             raise ParameterInvalid(f"GroupByField size must be in [1, {MAX_GROUP_SIZE}], got {x.size}")
-        if isinstance(x, GroupByComposite) and not 1 <= x.size <= MAX_GROUP_SIZE:
-            raise ParameterInvalid(f"GroupByComposite size must be in [1, {MAX_GROUP_SIZE}], got {x.size}")
+        if isinstance(x, GroupByComposite):
+            self._check_composite(x)
+        if isinstance(x, GroupByGeoGrid):
+            if self.meta.field(x.field_name).type != GEO_POINT:
+                raise ParameterInvalid(f"GroupByGeoGrid {x.name!r}: field {x.field_name!r} is not "
+                                       "a GEO_POINT")
+            if type(x.precision) is not int or not 1 <= x.precision <= 12:
+                raise ParameterInvalid(f"GroupByGeoGrid precision must be in [1, 12], got "
+                                       f"{describe(x.precision)}")
+            if not 1 <= x.size <= MAX_GROUP_SIZE:
+                raise ParameterInvalid(f"GroupByGeoGrid size must be in [1, {MAX_GROUP_SIZE}], "
+                                       f"got {x.size}")
         if isinstance(x, TopRowsAgg) and not 1 <= x.limit <= MAX_TOP_ROWS:
             raise ParameterInvalid(f"TopRowsAgg limit must be in [1, {MAX_TOP_ROWS}], got {x.limit}")
         if isinstance(x, GroupByHistogram) and (type(x.interval) is bool or
@@ -285,6 +321,25 @@ class Aggregator:
                     raise ParameterInvalid(f"percentile {describe(p)} is not in [0, 100]")
         for sub in (*getattr(x, "sub_aggs", ()), *getattr(x, "sub_group_bys", ())):
             self._check_one(sub)
+
+    def _check_composite(self, x: GroupByComposite) -> None:
+        if not 1 <= x.size <= MAX_GROUP_SIZE:
+            raise ParameterInvalid(f"GroupByComposite size must be in [1, {MAX_GROUP_SIZE}], got {x.size}")
+        if not x.sources:
+            raise ParameterInvalid(f"GroupByComposite {x.name!r} needs at least one source")
+        for src in x.sources:
+            if isinstance(src, str):
+                src = GroupByField(src, src)
+            if not isinstance(src, (GroupByField, GroupByHistogram, GroupByDateHistogram)):
+                raise ParameterInvalid(f"GroupByComposite {x.name!r}: a source is a field name, "
+                                       "a GroupByField, a GroupByHistogram or a GroupByDateHistogram,"
+                                       f" got {describe(src)}")
+            if self.meta.field(src.field_name).type == GEO_POINT:
+                raise ParameterInvalid(f"GroupByComposite cannot group GEO_POINT field {src.field_name!r}")
+            self._check_one(src)
+        names = source_names(x)
+        if len(set(names)) < len(names):
+            raise ParameterInvalid(f"GroupByComposite {x.name!r}: duplicate source names {names}")
 
     # -- aggregations ----------------------------------------------------------------------
 
@@ -354,12 +409,12 @@ class Aggregator:
                     for d in (geo.haversine(olat, olon, a, b) for a, b in as_points(h[2].get(g.field_name))))]
                 out.append(self._finish(g, (lo, hi), members))
             return out
-        if isinstance(g, GroupByHistogram):
-            return self._buckets(g, hits, lambda v: math.floor((v - g.offset) / g.interval) * g.interval + g.offset)
-        if isinstance(g, GroupByDateHistogram):
-            return self._buckets(g, hits, lambda v: date_bucket(v, g.interval))
+        if isinstance(g, (GroupByHistogram, GroupByDateHistogram)):
+            return self._buckets(g, hits, _bucket_of(g))
         if isinstance(g, GroupByComposite):
             return self._composite(g, hits)
+        if isinstance(g, GroupByGeoGrid):
+            return self._geo_grid(g, hits)
         raise ParameterInvalid(f"unsupported group-by {describe(g)}")
 
     def _by_field(self, g: GroupByField, hits: list) -> list[Group]:
@@ -379,10 +434,7 @@ class Aggregator:
         rng = g.field_range  # type: ignore[attr-defined]
         missing = g.missing  # type: ignore[attr-defined]
         for h in hits:
-            vs = as_list(h[2].get(fname)) or ([] if missing is None else [missing])
-            if rng is not None:
-                vs = [v for v in vs if rng[0] <= v < rng[1]]
-            for b in dict.fromkeys(bucket(v) for v in vs):
+            for b in _bucket_keys(h, fname, rng, missing, bucket):
                 members.setdefault(b, []).append(h)
         groups = [self._finish(g, k, members[k]) for k in sorted(members)
                   if len(members[k]) >= g.min_doc_count]  # type: ignore[attr-defined]
@@ -391,14 +443,12 @@ class Aggregator:
         return groups
 
     def _composite(self, g: GroupByComposite, hits: list) -> tuple[list[Group], bytes | None]:
-        for s in g.sources:
-            if self.meta.field(s).type == GEO_POINT:
-                raise ParameterInvalid(f"GroupByComposite cannot group GEO_POINT field {s!r}")
+        keyers = [_source_keys(s) for s in g.sources]
         members: dict = {}
         for h in hits:
             combos: list[tuple] = [()]
-            for s in g.sources:
-                vs = list(dict.fromkeys(as_list(h[2].get(s)))) or [None]
+            for keys_of in keyers:
+                vs = keys_of(h) or [None]
                 combos = [c + (v,) for c in combos for v in vs]
             for c in combos:
                 members.setdefault(c, []).append(h)
@@ -412,6 +462,43 @@ class Aggregator:
         page = keys[:g.size]
         token = msgpack.packb(list(page[-1]), use_bin_type=True) if len(keys) > g.size else None
         return [self._finish(g, k, members[k]) for k in page], token
+
+
+    def _geo_grid(self, g: GroupByGeoGrid, hits: list) -> list[Group]:
+        members: dict = {}
+        for h in hits:
+            cells = dict.fromkeys(geo.encode(lat, lon, g.precision)
+                                  for lat, lon in as_points(h[2].get(g.field_name)))
+            for c in cells:
+                members.setdefault(c, []).append(h)
+        top = sorted(members, key=lambda c: (-len(members[c]), c))[:g.size]
+        return [self._finish(g, c, members[c]) for c in top]
+
+
+def _bucket_of(g: GroupByHistogram | GroupByDateHistogram) -> Callable:
+    """The bucket key of a value, for a histogram or a date histogram."""
+    if isinstance(g, GroupByDateHistogram):
+        return lambda v: date_bucket(v, g.interval)
+    return lambda v: math.floor((v - g.offset) / g.interval) * g.interval + g.offset
+
+
+def _bucket_keys(h: Hit, fname: str, rng: tuple | None, missing: object, bucket: Callable) -> list:
+    """The distinct buckets of a hit's values of ``fname`` (``missing`` standing in for none),
+    those in ``rng`` only."""
+    vs = as_list(h[2].get(fname)) or ([] if missing is None else [missing])
+    if rng is not None:
+        vs = [v for v in vs if rng[0] <= v < rng[1]]
+    return list(dict.fromkeys(bucket(v) for v in vs))
+
+
+def _source_keys(src: object) -> Callable[[Hit], list]:
+    """A composite source's keys of a hit: its field's distinct values or its buckets."""
+    if isinstance(src, (str, GroupByField)):
+        fname = src if isinstance(src, str) else src.field_name
+        return lambda h: list(dict.fromkeys(as_list(h[2].get(fname))))
+    bucket = _bucket_of(src)  # type: ignore[arg-type]
+    fname, rng, missing = src.field_name, src.field_range, src.missing  # type: ignore[attr-defined]
+    return lambda h: _bucket_keys(h, fname, rng, missing, bucket)
 
 
 def order_groups(groups: list[Group], g: GroupByField) -> list[Group]:

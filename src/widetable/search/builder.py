@@ -83,8 +83,7 @@ class RowBuilder:
             plan.append((f, src, pk_index, _SCALAR[f.type], emit))
         self._plan = plan
 
-    @staticmethod
-    def _emitter(f: FieldSchema, name: str):
+    def _emitter(self, f: FieldSchema, name: str):
         if f.type == TEXT:
             if (f.analyzer or SINGLE_WORD) == SINGLE_WORD:
                 findall = _SPLIT_WORDS.findall
@@ -103,6 +102,15 @@ class RowBuilder:
             return other_text
         if f.type == GEO_POINT:
             cells_of = geo.cells_of
+            fast = self.layout.slots[f.name].point
+            if fast is not None:
+                lat_name, lon_name = fast
+
+                def fast_point(pairs: list, v: tuple) -> None:
+                    pairs.extend((name, c) for c in cells_of(v[0], v[1]))
+                    pairs.append((lat_name, v[0]))
+                    pairs.append((lon_name, v[1]))
+                return fast_point
 
             def point(pairs: list, v: tuple) -> None:
                 pairs.extend((name, c) for c in cells_of(v[0], v[1]))

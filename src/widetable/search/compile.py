@@ -18,7 +18,9 @@ from functools import lru_cache
 
 from ..errors import ParameterInvalid, describe
 from . import analyzers, geo
-from .documents import FieldLayout, Rejected, Slot, as_points, convert_scalar, decode_src, doc_id
+from .documents import (
+    ROW_ID, FieldLayout, Rejected, Slot, as_points, convert_scalar, decode_src, doc_id,
+)
 from .query import (
     AND, BoolQuery, ConstScoreQuery, ExistsQuery, FunctionScoreQuery, GeoBoundingBoxQuery,
     GeoDistanceQuery, GeoPolygonQuery, MatchAllQuery, MatchPhraseQuery, MatchQuery, NestedQuery,
@@ -46,9 +48,15 @@ class Compiler:
         self.layout = layout
         self.shard = shard
         self.searcher = searcher
-        self._limit = max(searcher.num_docs, 1)
         self.wide = False  # the query matches documents of every kind (match-all in it)
         self.nested_kinds = layout.has_nested
+        # ``split_geo``: a top-level geo query on fast coordinates compiles to its inner
+        # cells only, and the row documents of its edge cells that pass the exact test
+        # (visible from ``since``) are left in ``passed`` as addresses, for the caller to
+        # merge (a term query on their ``_rid`` costs a column scan when they are many)
+        self.split_geo = False
+        self.since: int | None = None
+        self.passed: list | None = None
 
     def compile(self, q: Query, nested: str | None = None):
         s = self.shard
@@ -93,6 +101,11 @@ class Compiler:
         raise ParameterInvalid(f"unsupported query {describe(q)}")
 
     # -- fields and values ------------------------------------------------------------------
+
+    @property
+    def _limit(self) -> int:
+        """Room for every document of the shard (asked only by the id-set resolutions)."""
+        return max(self.searcher.num_docs, 1)
 
     def _slot(self, path: str, nested: str | None, need_index: bool = True) -> Slot:
         slot = self.layout.slot(path)
@@ -225,17 +238,46 @@ class Compiler:
                                    f"{slot.field.name!r} is {slot.field.type}")
         test, inner, edge = self._geo_cells(slot, q)
         name = slot.field.name
-        ids = []
+        passed = None
+        if self.split_geo and slot.point is not None:
+            self.split_geo = False  # only the top-level query
+            self.passed = []
+            if edge:
+                cand = self._rows_only(s.q_terms(slot.name, edge))
+                if self.since is not None:
+                    cand = s.q_bool([("must", cand), ("filter", s.q_ts_from(self.since))])
+                self.passed = self._passing(cand, slot.point, test)
+            if not inner:
+                return s.q_none()
+            return self._rows_only(s.q_const(s.q_terms(slot.name, inner), 1.0))
         if edge:
             cand = self._rows_only(s.q_terms(slot.name, edge))
-            ids = [doc_owner(pk) for pk, values in self._candidates(cand)
-                   if any(test(lat, lon) for lat, lon in as_points(values.get(name)))]
+            if slot.point is not None:  # layout 3: the coordinates are fast values
+                passed = self._row_ids(cand, slot.point, test)
+            else:
+                passed = self._ids([doc_owner(pk) for pk, values in self._candidates(cand)
+                                    if any(test(lat, lon) for lat, lon in as_points(values.get(name)))])
         if not inner:
-            return self._ids(ids)
+            return passed if passed is not None else s.q_none()
         inside = self._rows_only(s.q_const(s.q_terms(slot.name, inner), 1.0))
-        if not ids:
+        if passed is None:
             return inside
-        return s.q_bool([("should", inside), ("should", self._ids(ids))], 1)
+        return s.q_bool([("should", inside), ("should", passed)], 1)
+
+    def _row_ids(self, cand, point: tuple[str, str], test):
+        """The row documents of ``cand`` whose point (fast fields ``point``) passes ``test``,
+        as a query on their ``_rid``."""
+        s, se = self.shard, self.searcher
+        passed = self._passing(cand, point, test)
+        return s.q_const(s.q_terms(ROW_ID, s.fast_values(se, ROW_ID, passed)), 1.0)
+
+    def _passing(self, cand, point: tuple[str, str], test) -> list:
+        """The addresses of the documents of ``cand`` whose point passes ``test``."""
+        s, se = self.shard, self.searcher
+        addrs = s.addresses(se, cand, self._limit)
+        lats = s.fast_values(se, point[0], addrs)
+        lons = s.fast_values(se, point[1], addrs)
+        return [a for a, la, lo in zip(addrs, lats, lons) if la is not None and test(la, lo)]
 
     def _geo_cells(self, slot: Slot, q) -> tuple:
         """The plan of ``q`` (``geo_plans``) that costs this shard least: term lookups
@@ -248,8 +290,9 @@ class Compiler:
         docs = sum(s.doc_freq(se, slot.name, c) for c in cover)
         area = sum(geo.cell_area(c) for c in cover)
         density = docs / area if area > 0 else 0.0
+        each = CANDIDATE_COST if slot.point is None else FAST_CANDIDATE_COST
         best = min(plans, key=lambda p: _lookup_cost(len(p[0])) + _lookup_cost(len(p[1]))
-                   + CANDIDATE_COST * density * p[2])
+                   + each * density * p[2])
         return test, best[0], best[1]
 
     def _rows_only(self, query):
@@ -320,9 +363,9 @@ def _circle_inside(clat: float, clon: float, d: float, box: tuple) -> object:
 
 
 # Relative costs (measured, microseconds): a term lookup in a Bool of term queries, and a
-# candidate read from its stored source and tested exactly; a term set query costs about
-# 200 whatever its size (see ``Shard.q_terms``).
-TERM_COST, TERM_SET_COST, CANDIDATE_COST = 2.5, 200.0, 4.0
+# candidate read from its stored source and tested exactly, or from its fast values (layout
+# 3); a term set query costs about 200 whatever its size (see ``Shard.q_terms``).
+TERM_COST, TERM_SET_COST, CANDIDATE_COST, FAST_CANDIDATE_COST = 2.5, 200.0, 4.0, 0.5
 PLAN_BUDGETS = (16, 48, 128, geo.REFINED_CELLS, 1024)  # cells in all, one plan each
 
 

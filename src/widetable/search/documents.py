@@ -54,9 +54,11 @@ class Slot:
     name: str  # internal name
     kind: str  # tantivy adapter kind
     nested_kind: str | None = None  # the child documents' kind, for a NESTED sub-field
+    point: tuple[str, str] | None = None  # layout 3, a single GEO_POINT: its lat/lon fast fields
 
 
 PK_LEVELS = 8  # layout 2: the order key in 8 integer levels of 8 bytes (64 bytes)
+ROW_ID = "_rid"  # layout 3 with a single GEO_POINT: a row document's number in its shard
 
 
 class FieldLayout:
@@ -64,16 +66,22 @@ class FieldLayout:
 
     Layout 2 (``IndexMeta.layout``) makes a top-level KEYWORD with enable_sort_and_agg a
     fast field (``rawfast``: tantivy sorts and aggregates it) and orders row documents by
-    ``pk_levels`` integer fields instead of ``_pk``."""
+    ``pk_levels`` integer fields instead of ``_pk``. Layout 3 puts the order field ``_o``
+    (``search/frame.py``) before those levels, and gives a single-valued GEO_POINT its
+    coordinates as fast fields ``f<i>_lat``/``f<i>_lon`` and the row documents a number
+    ``_rid`` (``ROW_ID``), so an exact geo test reads fast values, not sources."""
 
     def __init__(self, meta: IndexMeta) -> None:
         self.meta = meta
         self.slots: dict[str, Slot] = {}
         self.tantivy_fields: list[tuple[str, str]] = []
         self.pk_levels = PK_LEVELS if meta.layout >= 2 else 0
+        self.order_field = meta.layout >= 3
+        self.row_ids = False
         self.has_nested = any(f.type == NESTED for f in meta.fields)
         self.sources = [(f, f.source) for f in meta.fields]
         self.stored_sources = [f.source for f in meta.fields if f.store]
+        self.stored_set = frozenset(self.stored_sources)
         for i, f in enumerate(meta.fields):
             if f.type == NESTED:
                 for j, s in enumerate(f.sub_fields):
@@ -83,12 +91,25 @@ class FieldLayout:
                 kind = _KIND[f.type]
                 if kind == "raw" and f.type == KEYWORD and f.enable_sort_and_agg and meta.layout >= 2:
                     kind = "rawfast"
-                self._add(f.name, Slot(f, f"f{i}", kind))
+                point = None
+                if f.type == GEO_POINT and not f.is_array and f.index and meta.layout >= 3:
+                    point = (f"f{i}_lat", f"f{i}_lon")
+                    self.tantivy_fields += [(point[0], "fastfloat"), (point[1], "fastfloat")]
+                    self.row_ids = True
+                self._add(f.name, Slot(f, f"f{i}", kind, None, point))
+        if self.row_ids:
+            self.tantivy_fields.append((ROW_ID, "int"))
 
-    def order(self, pk: tuple) -> str | list[int]:
+    def order(self, pk: tuple, frame=None) -> str | list[int]:
         """What a row document carries to be ordered by its key: ``_pk``'s string (layout
-        1) or the level integers."""
-        return order_levels(pk, self.pk_levels) if self.pk_levels else order_key(pk)
+        1), the level integers (layout 2), or ``_o`` by ``frame`` (an ``OrderFrame``) and
+        the levels (layout 3)."""
+        if not self.pk_levels:
+            return order_key(pk)
+        raw = codec.encode_tuple(pk)
+        if self.order_field:
+            return [frame.value(raw)] + levels_of(raw, self.pk_levels)  # type: ignore[union-attr]
+        return levels_of(raw, self.pk_levels)
 
     def fast(self, path: str) -> str | None:
         """The tantivy name of ``path`` when tantivy can sort and aggregate it exactly (a
@@ -140,7 +161,11 @@ def order_levels(pk: tuple, levels: int = PK_LEVELS) -> list[int]:
     """The primary key's order as ``levels`` signed 64-bit integers: the order-preserving key
     codec, zero-padded, 8 bytes big-endian a level, less 2**63. The codec is prefix-free for
     one schema, so the lists compare as the keys do, up to the first ``8 * levels`` bytes."""
-    raw = codec.encode_tuple(pk)
+    return levels_of(codec.encode_tuple(pk), levels)
+
+
+def levels_of(raw: bytes, levels: int = PK_LEVELS) -> list[int]:
+    """``order_levels`` of the encoded key ``raw``."""
     raw = raw[:8 * levels].ljust(8 * levels, b"\x00")
     return [x - _I64 for x in struct.unpack(f">{levels}Q", raw)]
 
@@ -162,7 +187,7 @@ def shard_of(meta: IndexMeta, pk_names: tuple[str, ...], pk: tuple) -> int:
         key = [values[r] for r in meta.routing_fields]
     else:
         key = list(pk)
-    return zlib.crc32(msgpack.packb(key, use_bin_type=True)) % meta.shards
+    return zlib.crc32(pack(key)) % meta.shards
 
 
 def routed_shards(meta: IndexMeta, pk_names: tuple[str, ...], routing_values: object) -> list[int]:
@@ -185,7 +210,7 @@ def routed_shards(meta: IndexMeta, pk_names: tuple[str, ...], routing_values: ob
         else:
             raise ParameterInvalid(f"routing value {describe(rv)} does not give "
                                    f"{list(meta.routing_fields)}")
-        out.add(0 if meta.shards == 1 else zlib.crc32(msgpack.packb(key, use_bin_type=True)) % meta.shards)
+        out.add(0 if meta.shards == 1 else zlib.crc32(pack(key)) % meta.shards)
     return sorted(out)
 
 
@@ -315,7 +340,10 @@ def _field_values(slot: Slot, v: object) -> list[tuple[str, object]]:
         toks = analyzers.analyze(v, f.analyzer or "single_word", f.analyzer_parameter)  # type: ignore[arg-type]
         return [(slot.name, toks)] if toks else []
     if f.type == GEO_POINT:
-        return [(slot.name, cell) for p in items for cell in geo.cells_of(p[0], p[1])]  # type: ignore[index]
+        out = [(slot.name, cell) for p in items for cell in geo.cells_of(p[0], p[1])]  # type: ignore[index]
+        if slot.point is not None:
+            out += [(slot.point[0], v[0]), (slot.point[1], v[1])]  # type: ignore[index]
+        return out
     return [(slot.name, x) for x in items]
 
 

@@ -18,9 +18,13 @@ from ..table.values import now_ms
 from . import ordered
 from .aggs import Aggregator, TopRowsAgg
 from .compile import Compiler, hex_after
-from .documents import as_list, decode_part, decode_src, decode_src_lazy, order_key, order_levels
+from .documents import (
+    PK_LEVELS, as_list, decode_part, decode_src, decode_src_lazy, order_key,
+)
 from .pool import POOL
-from .query import FunctionScoreQuery, Query, check_query
+from .query import (
+    FunctionScoreQuery, GeoBoundingBoxQuery, GeoDistanceQuery, GeoPolygonQuery, Query, check_query,
+)
 from .sort import FieldSort, PrimaryKeySort, SortKeys, check_sort, sort_keys
 from .tantivy_aggs import TantivyAggs
 
@@ -31,6 +35,7 @@ MAX_LIMIT, MAX_LIMIT_STORED = 100, 1000
 MAX_SCAN_LIMIT = 2000
 _POOL = POOL
 _KEY = itemgetter(1)  # a hit's primary key
+GEO_QUERIES = (GeoDistanceQuery, GeoBoundingBoxQuery, GeoPolygonQuery)
 
 
 @dataclass(slots=True)
@@ -67,14 +72,17 @@ def check_columns(meta, columns: object) -> tuple[str, list[str]]:
                            f"list of column names, got {describe(columns)}")
 
 
-def check_page(meta, mode: str, names: list[str], offset: object, limit: object) -> None:
+def check_page(meta, mode: str, names: list[str], offset: object, limit: object,
+               stored: object = None) -> None:
+    """``stored``: the columns ``meta`` stores, when the caller has them."""
     if type(offset) is not int or offset < 0:
         raise ParameterInvalid(f"offset must be a non-negative integer, got {describe(offset)}")
     if type(limit) is not int or limit < 0:
         raise ParameterInvalid(f"limit must be a non-negative integer, got {describe(limit)}")
-    stored = {f.source for f in meta.fields if f.store}
+    if stored is None:
+        stored = {f.source for f in meta.fields if f.store}
     all_stored = mode in (RETURN_NONE, RETURN_ALL_FROM_INDEX) or (
-        mode == RETURN_SPECIFIED and all(n in stored for n in names))
+        mode == RETURN_SPECIFIED and all(n in stored for n in names))  # type: ignore[operator]
     cap = MAX_LIMIT_STORED if all_stored else MAX_LIMIT
     if limit > cap:
         raise ParameterInvalid(f"limit {limit} exceeds {cap}" + (
@@ -97,10 +105,10 @@ class Searcher:
         ttls = [t for t in (self.meta.ttl, self.state.table.schema.options.ttl) if t > 0]
         return None if not ttls else now_ms() - min(ttls) * 1000
 
-    def base(self, shard, searcher, query: Query, since: int | None):
+    def base(self, shard, searcher, query: Query, since: int | None, comp=None):
         """``query`` compiled for ``shard``: row documents only (a query that matches every
         document kind is filtered to rows), visible under the TTLs."""
-        comp = Compiler(self.layout, shard, searcher)
+        comp = comp or Compiler(self.layout, shard, searcher)
         q = comp.compile(query)
         clauses = [("must", q)]
         if comp.wide:  # filters add no score
@@ -138,17 +146,22 @@ class Searcher:
                columns: object, get_total_count: bool, aggs: object, group_bys: object,
                shards: list[int], fetch) -> SearchResult:
         mode, names = check_columns(self.meta, columns)
-        check_page(self.meta, mode, names, offset, limit)
+        check_page(self.meta, mode, names, offset, limit, self.layout.stored_set)
         check_query(query)
         keys = sort_keys(check_sort(self.meta, sort))
         after = None if next_token is None else keys.decode_token(next_token)
+        sorters = keys.sorters
+        scored = isinstance(query, FunctionScoreQuery)
+        if not aggs and not group_bys and not scored and self._orderable(sorters):
+            # the common search: a page found by tantivy, nothing to aggregate
+            return self._ordered(query, keys, offset, limit, after, mode, names, get_total_count,
+                                 shards, fetch)
         agg = Aggregator(self.meta, lambda q: {pk for _, pk, _, _ in self.matches(q, shards)},
                          lambda hs, a: self._top_rows(hs, a, fetch))
         agg_list, gb_list = agg.check(aggs, group_bys)
         self.fetch = fetch
-        sorters = keys.sorters
-        plain = not agg_list and not gb_list and not isinstance(query, FunctionScoreQuery)
-        if not isinstance(query, FunctionScoreQuery) and self._orderable(sorters):
+        plain = not agg_list and not gb_list and not scored
+        if not scored and self._orderable(sorters):
             page = self._ordered(query, keys, offset, limit, after, mode, names, get_total_count,
                                  shards, fetch)
             if plain:
@@ -204,28 +217,37 @@ class Searcher:
         pk_desc = sorters[-1].sort_order == "DESC"  # type: ignore[attr-defined]
         fs = sorters[0] if isinstance(sorters[0], FieldSort) else None
         layout = self.layout
-        dec = decode_src if fs is not None else decode_src_lazy  # key order needs only the keys
+        order = self.state.order
 
-        def one(i: int) -> tuple[list, int]:
+        one_part = fs is None or (fs.missing == "last" and fs.missing_value is None)
+        split = fs is None and after is None and limit and layout.order_field and \
+            isinstance(query, GEO_QUERIES) and layout.slot(query.field_name).point is not None
+
+        def one(i: int) -> tuple:
+            """``(shard, searcher, addresses, valued, total)`` of shard ``i``: ``valued`` as
+            ``ordered.first`` gives it, when the shard's part is one search by one level."""
             shard = self.state.shards[i]
             se = shard.searcher()
+            if split:
+                return self._geo_part(shard, se, query, since, pk_desc, want, get_total_count)
             base = self.base(shard, se, query, since)
             pk_levels = [(n, pk_desc) for n in shard.level_names]
-            one_part = fs is None or (fs.missing == "last" and fs.missing_value is None)
+            valued: list = []
             if limit and after is None and one_part and get_total_count:
                 # the page's first search over ``base`` counts it too
                 levels = pk_levels if fs is None else \
                     [(layout.fast(fs.field_name), fs.sort_order == "DESC",
                       shard.q_has(fs.field_name))] + pk_levels
-                addrs, total = ordered.first(shard, se, base, levels, want, counted=True)
-                return [dec(src) for src in shard.sources(se, addrs)], total
+                addrs, total = ordered.first(shard, se, base, levels, want, counted=True,
+                                             valued=valued)
+                return shard, se, addrs, valued, total
             total = shard.count(se, base) if get_total_count else -1
             if not limit:
-                return [], total
+                return shard, se, [], valued, total
             addrs: list = []
             if fs is None:
-                addrs = _part(shard, se, base, pk_levels, None if after is None else after[0][1],
-                              [], want)
+                addrs = _part(shard, se, order, base, pk_levels, None if after is None else after[0][1],
+                              [], want, valued=valued)
             else:
                 fname = layout.fast(fs.field_name)
                 fdesc = fs.sort_order == "DESC"
@@ -237,39 +259,42 @@ class Searcher:
                     # one part: tantivy puts the documents without the field last itself
                     levels = [(fname, fdesc, has)] + pk_levels
                     if tok is None:
-                        addrs = _part(shard, se, base, levels, None, [], want)
+                        addrs = _part(shard, se, order, base, levels, None, [], want, valued=valued)
                     elif tok[0] == 1:
                         v = tok[1] + 0.0 if type(tok[1]) is float else tok[1]  # -0.0 is 0.0
-                        addrs = _part(shard, se, base, levels, tok_pk, [v], want,
-                                      shard.q_bool([("must_not", has), ("must", shard.q_rows())]))
+                        addrs = _part(shard, se, order, base, levels, tok_pk, [v], want,
+                                      shard.q_bool([("must_not", has), ("must", shard.q_rows())]),
+                                      valued=valued)
                     else:
                         mq = shard.q_bool([("must", base), ("must_not", has)])
-                        addrs = _part(shard, se, mq, pk_levels, tok_pk, [], want)
-                    return [dec(src) for src in shard.sources(se, addrs)], total
+                        addrs = _part(shard, se, order, mq, pk_levels, tok_pk, [], want)
+                    return shard, se, addrs, valued, total
                 levels = [(fname, fdesc)] + pk_levels
                 hq = shard.q_bool([("must", base), ("filter", has)])
                 if tok is None:
-                    addrs += _part(shard, se, hq, levels, None, [], want)
+                    addrs += _part(shard, se, order, hq, levels, None, [], want)
                 elif tok[0] == 1:
                     v = tok[1] + 0.0 if type(tok[1]) is float else tok[1]  # indexed -0.0 is 0.0
-                    addrs += _part(shard, se, hq, levels, tok_pk, [v], want)
+                    addrs += _part(shard, se, order, hq, levels, tok_pk, [v], want)
                 elif fs.missing == "first":  # the token is in the missing block: every value after
-                    addrs += _part(shard, se, hq, levels, None, [], want)
+                    addrs += _part(shard, se, order, hq, levels, None, [], want)
                 mq = shard.q_bool([("must", base), ("must_not", has)])
                 if tok is None:
-                    addrs += _part(shard, se, mq, pk_levels, None, [], want)
+                    addrs += _part(shard, se, order, mq, pk_levels, None, [], want)
                 elif mv is not None:
                     if mv == tok[1]:
-                        addrs += _part(shard, se, mq, pk_levels, tok_pk, [], want)
+                        addrs += _part(shard, se, order, mq, pk_levels, tok_pk, [], want)
                     elif (mv < tok[1]) == fdesc:  # the stand-in value sorts after the token's
-                        addrs += _part(shard, se, mq, pk_levels, None, [], want)
+                        addrs += _part(shard, se, order, mq, pk_levels, None, [], want)
                 elif tok[0] == 0:
-                    addrs += _part(shard, se, mq, pk_levels, tok_pk, [], want)
+                    addrs += _part(shard, se, order, mq, pk_levels, tok_pk, [], want)
                 elif fs.missing == "last":
-                    addrs += _part(shard, se, mq, pk_levels, None, [], want)
-            return [dec(src) for src in shard.sources(se, addrs)], total
+                    addrs += _part(shard, se, order, mq, pk_levels, None, [], want)
+            return shard, se, addrs, valued, total
 
-        parts = [one(i) for i in shards]  # small per shard: the pool's hand-offs cost more
+        found = [one(i) for i in shards]  # small per shard: the pool's hand-offs cost more
+        parts = _decoded(found, want, fs is not None,
+                         pk_desc if fs is None else fs.sort_order == "DESC")
         if fs is None:
             # key order alone: the keys as tuples are the sort keys (``SortKeys.compare``
             # compares them so), and only the last row's becomes a token
@@ -292,6 +317,29 @@ class Searcher:
         rows = self._rows(hits, mode, names, fetch)
         total = sum(t for _, t in parts) if get_total_count else -1
         return SearchResult(rows, total, token, {}, {}, [SearchHit(0.0, r) for r in rows])
+
+    def _geo_part(self, shard, se, query, since: int | None, desc: bool, want: int,
+                  counted: bool) -> tuple:
+        """``one`` of ``_ordered`` for a top-level geo query in key order (layout 3): the first
+        ``want`` of the inner cells' documents by tantivy, merged by ``_o`` with the edge
+        cells' documents that pass the exact test (``Compiler.split_geo``); the two sets are
+        apart (a point lies in one cell of the partition)."""
+        comp = Compiler(self.layout, shard, se)
+        comp.split_geo, comp.since = True, since
+        base = self.base(shard, se, query, since, comp)
+        passed = comp.passed or []
+        levels = [(n, desc) for n in shard.level_names]
+        inner, total = ordered.first(shard, se, base, levels, want, counted=True) if counted \
+            else (ordered.first(shard, se, base, levels, want), -1)
+        if counted:
+            total += len(passed)
+        both = inner + passed
+        if shard.constant("_o") or len(both) <= want:
+            return shard, se, both, [], total
+        hits = list(zip(shard.fast_values(se, "_o", both), both))
+        cut = _nth([v for v, _ in hits], want, desc)
+        hits = [h for h in hits if (h[0] >= cut if desc else h[0] <= cut)]  # type: ignore[operator]
+        return shard, se, [a for _, a in hits], [("_o", ()), hits], total
 
     def _by_key(self, query: Query, keys: SortKeys, desc: bool, offset: int, limit: int,
                 after: list | None, mode: str, names: list[str], get_total_count: bool,
@@ -339,6 +387,38 @@ class Searcher:
         return fetch([h[1] for h in ordered[:agg.limit]], None)
 
 
+def _decoded(found: list, want: int, full: bool, desc: bool) -> list[tuple[list, int]]:
+    """``([(pk, values, stored)], total)`` of each shard's ``(shard, searcher, addresses,
+    valued, total)``, ``full``: every value decoded (else only the keys). When every shard
+    found its part by one search on one level after the same constant levels
+    (``valued``), only the documents up to the ``want``-th value of all the shards are
+    read: one after it has ``want`` documents before it in the order, wherever they are."""
+    d = decode_src if full else decode_src_lazy
+    cut: object = _ALL
+    valued = [f[3] for f in found]
+    if all(valued) and len({v[0] for v in valued if v[1]}) <= 1:
+        cut = _nth([x for v in valued for x, _ in v[1]], want, desc)
+    out = []
+    for shard, se, addrs, v, total in found:
+        if cut is not _ALL:
+            addrs = [a for x, a in v[1] if x is not None and (x >= cut if desc else x <= cut)]
+        out.append(([d(src) for src in shard.sources(se, addrs)], total))
+    return out
+
+
+_ALL = object()
+
+
+def _nth(values: list, n: int, desc: bool) -> object:
+    """The ``n``-th of ``values`` in their order (None, a missing value, last), or ``_ALL``
+    when there are not ``n`` before the missing ones."""
+    present = [x for x in values if x is not None]
+    if len(present) < n:
+        return _ALL
+    present.sort(reverse=desc)
+    return present[n - 1]
+
+
 def _sorted_page(decorated: list, keys: SortKeys, after, offset: int,
                  limit: int) -> tuple[list, object]:
     """``(hits, next token)`` of one page of ``decorated`` ``(sort key, hit)`` pairs: those
@@ -378,24 +458,25 @@ def _field_page(items: list, fs: FieldSort, keys: SortKeys, offset: int,
     return page, token
 
 
-def _part(shard, searcher, query, levels: list, after_pk: list | None, after_values: list,
-          want: int, also=None) -> list:
+def _part(shard, searcher, order, query, levels: list, after_pk: list | None,
+          after_values: list, want: int, also=None, valued: list | None = None) -> list:
     """``ordered.first`` of ``query`` after the key ``after_values + pk`` (None: from the
-    start); ``also``: documents after the token besides those ``levels`` compare (the ones
-    without the sort field, when they come last)."""
+    start), ``order`` giving a key's level values; ``also``: documents after the token
+    besides those ``levels`` compare (the ones without the sort field, when they come
+    last)."""
     if after_pk is None:
-        return ordered.first(shard, searcher, query, levels, want)
+        return ordered.first(shard, searcher, query, levels, want, valued=valued)
     pk = tuple(after_pk)
-    n = len(shard.level_names)
-    long = ordered.long_key(pk, n)
-    values = after_values + order_levels(pk, n)
+    long = ordered.long_key(pk, PK_LEVELS)
+    values = after_values + order(pk)
     q, equal = ordered.beyond(shard, [lv[:2] for lv in levels], values, inclusive_tail=long)
     if also is not None:
         q = shard.q_bool([("should", q), ("should", also)], 1)
     q = shard.q_bool([("must", query), ("filter", q)])
     if long:  # documents that agree with the token on every level come back too: room for them
         want += shard.count(searcher, shard.q_bool([("must", query), ("filter", equal)]))
-    return ordered.first(shard, searcher, q, levels, want)
+        valued = None  # more than ``want`` of them are needed: no cut by value
+    return ordered.first(shard, searcher, q, levels, want, valued=valued)
 
 
 def _fits(field_type: str, v: object) -> bool:

@@ -35,47 +35,67 @@ SLACK = 16  # hits asked for beyond ``want``: a tied group that ends among them 
 # the shard's documents (measured: ~0.75 us against ~2 ns): the group is read only when
 # cheaper.
 HIT_PER_COLUMN_ROWS = 400
+FIELD_FACTOR = 8  # a first search by a sort field (not a key level) asks this many times more
 GROUP_LIMIT = 4096  # a query matching up to this many documents orders a cut group from fast
 # values (``_tied_group``) instead of filtering by the tied value
 
 
-def first(shard, searcher, query, levels: list[tuple], want: int, counted: bool = False):
+def first(shard, searcher, query, levels: list[tuple], want: int, counted: bool = False,
+          valued: list | None = None):
     """Addresses of documents of ``query`` that include its first ``want`` in the order of
     ``levels``: ``(field, desc)``, or ``(field, desc, has)`` for a field that documents may
     lack (they come last, in any direction; ``has`` is the query of those that have it).
     ``counted``: ``(addresses, how many documents match query)``, the count taken by the
-    first search when there is one."""
+    first search when there is one. ``valued``: when the answer came from one search by
+    one level, ``[(name, values of the constant levels before it), [(value, address)]]`` is
+    put in it (shards that agree on the first part can be merged by those values before
+    any document is read)."""
     if not counted:
-        return _first(shard, searcher, query, levels, want, None)
+        return _first(shard, searcher, query, levels, want, None, valued)
     total: list = []
-    out = _first(shard, searcher, query, levels, want, total)
+    out = _first(shard, searcher, query, levels, want, total, valued)
     return out, (total[0] if total else shard.count(searcher, query))
 
 
-def _first(shard, searcher, query, levels: list[tuple], want: int, total: list | None) -> list:
+def _first(shard, searcher, query, levels: list[tuple], want: int, total: list | None,
+           valued: list | None = None) -> list:
     out: list = []
     q = query
+    skipped: list = []  # the values of the constant levels passed over
     for at, level in enumerate(levels):
         name, desc = level[0], level[1]
         if want <= 0:
             return out
         if shard.constant(name):
+            skipped.append(shard.level_value(name))
             continue  # one value in every document: it orders nothing
         n = None  # how many documents q matches: known at the first search, which counts
+        # a sort field's values tie often: room for its boundary group in the first search
+        ask = want + SLACK if name in shard.level_names else (want + SLACK) * FIELD_FACTOR
         if q is query:
-            hits, n = shard.top_by_counted(searcher, q, name, want + SLACK, desc)
+            hits, n = shard.top_by_counted(searcher, q, name, ask, desc)
             if total is not None:
                 total.append(n)
         else:
-            hits = shard.top_by(searcher, q, name, want + SLACK, desc)
-        if len(hits) < want + SLACK:  # every document of q
-            return out + [a for _, a in hits]
-        b = hits[want - 1][0]
-        end = want
+            hits = shard.top_by(searcher, q, name, ask, desc)
+        whole = len(hits) < ask  # every document of q
+        b = hits[want - 1][0] if len(hits) >= want else None
+        end = min(want, len(hits))
         while end < len(hits) and hits[end][0] == b:
             end += 1
-        if end < len(hits):  # b's group ends among the hits: every tie is there
-            return out + [a for _, a in hits[:end]]
+        if whole or end < len(hits):  # b's group ends among the hits: every tie is there
+            got = hits if whole else hits[:end]
+            if end > want and len(got) > want:  # order the boundary group by the next levels
+                start = want - 1
+                while start > 0 and got[start - 1][0] == b:
+                    start -= 1
+                group = [a for v, a in got[start:end]]
+                part = _order_group(shard, searcher, group, levels[at + 1:], want - start)
+                if part is not None:
+                    got = got[:start] + [got[start + i] for i in part]
+            if valued is not None and not out and q is query:
+                valued += [(name, tuple(skipped)), got]
+            return out + [a for _, a in got]
         keep = [a for v, a in hits[:want] if v != b]
         out += keep
         want -= len(keep)
@@ -115,6 +135,20 @@ def _tied_group(shard, searcher, q, level: tuple, b: object, rest: list, want: i
     group = [a for v, a in hits if v == b]
     if not rest:
         return group  # nothing orders them further: the caller's exact sort does
+    part = _order_group(shard, searcher, group, rest, want)
+    return None if part is None else [group[i] for i in part]
+
+
+def _order_group(shard, searcher, group: list, rest: list, want: int) -> list | None:
+    """The positions in ``group`` (documents tied on the levels before ``rest``) of its first
+    ``want`` in the order of the key levels ``rest``, from their fast values, with any tied
+    with the last on every level (keys longer than the levels: the caller's exact sort
+    orders them). None when ``rest`` holds a level that is not a key level."""
+    rest = [lv for lv in rest if not shard.constant(lv[0])]
+    if any(len(lv) != 2 or lv[0] not in shard.level_names for lv in rest):
+        return None
+    if len(group) <= want or not rest:
+        return list(range(len(group)))
     cols = []
     for name, desc in rest:
         vs = shard.fast_values(searcher, name, group)
@@ -122,12 +156,10 @@ def _tied_group(shard, searcher, q, level: tuple, b: object, rest: list, want: i
             return None
         cols.append([-v for v in vs] if desc else vs)
     keyed = sorted(zip(zip(*cols), range(len(group))))
-    if len(keyed) <= want:
-        return group
     end = want
     while end < len(keyed) and keyed[end][0] == keyed[want - 1][0]:
         end += 1  # equal on every level: keys longer than the levels, sorted by the caller
-    return [group[i] for _, i in keyed[:end]]
+    return sorted(i for _, i in keyed[:end])
 
 
 def beyond(shard, levels: list[tuple[str, bool]], values: list, inclusive_tail: bool = False):

@@ -31,9 +31,11 @@ MAX_ROUTING_FIELDS = 4
 # How an index lays its documents out in tantivy (DO NOT CHANGE a number's meaning: embedded
 # in catalogued definitions). 1: the primary-key order in ``_pk`` (a fast text field), keyword
 # fields not fast. 2: the order in integer levels ``_k0..`` and keywords that sort and
-# aggregate as fast fields (search/ordered.py, search/tantivy_aggs.py). New indexes get LAYOUT;
-# a definition without the entry is 1.
-LAYOUT = 2
+# aggregate as fast fields (search/ordered.py, search/tantivy_aggs.py). 3: layout 2 plus the
+# order field ``_o`` before the levels (search/frame.py) and a single GEO_POINT's coordinates
+# as fast fields with a row number ``_rid`` (documents.FieldLayout). New indexes get LAYOUT;
+# a definition without the entry is 1. An index keeps its layout until it is rebuilt.
+LAYOUT = 3
 
 # Which base-column types a field may read (the table's defined columns are checked at create).
 COLUMN_TYPES = {

@@ -24,7 +24,7 @@ import msgpack
 
 from ..errors import ParameterInvalid, describe
 from . import geo
-from .documents import as_list, as_points
+from .documents import as_list, as_points, pack
 from .schema import GEO_POINT, IndexMeta
 
 ASC, DESC = "ASC", "DESC"
@@ -209,7 +209,7 @@ class SortKeys:
     # -- tokens ---------------------------------------------------------------------------
 
     def encode_token(self, key: list) -> bytes:
-        return msgpack.packb([TOKEN_VERSION, self.signature, key], use_bin_type=True)
+        return pack([TOKEN_VERSION, self.signature, key])
 
     def decode_token(self, token: object) -> list:
         if not isinstance(token, (bytes, bytearray)) or not token:

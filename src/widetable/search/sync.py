@@ -30,7 +30,9 @@ from ..table.table import full_range
 from ..table.values import now_ms
 from ..keys import codec
 from .builder import RowBuilder
-from .documents import FieldLayout, Rejected, encode_src, locate
+from .documents import ROW_ID, FieldLayout, Rejected, encode_src, locate
+from .frame import FILE as FRAME_FILE
+from .frame import OrderFrame
 from .schema import IndexMeta
 
 BACKFILL_ROWS = 2000
@@ -52,8 +54,15 @@ class IndexState:
         self.builder = RowBuilder(self.layout, self.pk_names)
         self.dir = None if root is None else os.path.join(root, str(meta.index_id))
         self.shards = [Shard(None if self.dir is None else os.path.join(self.dir, f"shard-{i}"),
-                             self.layout.tantivy_fields, self.layout.pk_levels)
+                             self.layout.tantivy_fields, self.layout.pk_levels,
+                             order_field=self.layout.order_field)
                        for i in range(meta.shards)]
+        # layout 3: the bounds of the order field ``_o`` (search/frame.py), made by the first
+        # full sync
+        self.frame = OrderFrame(None if self.dir is None or not self.layout.order_field
+                                else os.path.join(self.dir, FRAME_FILE))
+        # layout 3 with a fast GEO_POINT: the next ``_rid`` of each shard (past every one in it)
+        self.rids = [s.max_value(ROW_ID) + 1 if self.layout.row_ids else 0 for s in self.shards]
         self.lock = threading.RLock()
         self.error: str | None = None
         self.dropped = False
@@ -71,6 +80,7 @@ class IndexState:
                 for s in self.shards:
                     with s.lock:
                         s.clear()
+            self.frame.clear()
         self.pass_no = st["pass"]
         self.phase = st["phase"]
         self.start = st["start"]
@@ -86,6 +96,10 @@ class IndexState:
         self.fresh = bool(st.get("fresh", False)) and self.phase == "FULL"
         self.last_rejected = st["last_rejected"]
         self.dirty = not states
+
+    def order(self, pk: tuple) -> list[int]:
+        """The order values a row document of ``pk`` carries (layouts 2 and 3)."""
+        return self.layout.order(pk, self.frame)  # type: ignore[return-value]
 
     def checkpoint(self, shard: int) -> int:
         """The last seq of log ``shard`` applied (in memory; a commit may still be due)."""
@@ -137,6 +151,7 @@ class IndexState:
             "ckpt": {str(k): v for k, v in self.ckpt.items()},
             "rejected": self.rejected, "last_rejected": self.last_rejected, "fresh": self.fresh,
         }, default=_jsonable).encode()
+        self.frame.flush()  # the bounds the documents' ``_o`` values used, durable first
         for s in self.shards:
             with s.lock:
                 s.commit(payload)
@@ -150,6 +165,11 @@ class IndexState:
         start = self.next if self.next is not None else lo
         page = self.table.get_range(start, hi, limit=BACKFILL_ROWS)
         fresh = self.fresh
+        if fresh and self.layout.order_field:
+            enc = codec.encode_tuple
+            nxt = page.next_start_primary_key
+            self.frame.add_page([enc(tuple(r.primary_key)) for r in page.rows],
+                                None if nxt is None else enc(tuple(nxt)))
         for row in page.rows:
             self.sync_row(tuple(row.primary_key), row, fresh)
         self.next = page.next_start_primary_key
@@ -203,7 +223,10 @@ class IndexState:
             ts = stamps if type(stamps) is int else max(stamps.values(), default=0)
             stored = {c: columns[c] for c in layout.stored_sources if c in columns}
             src = encode_src(pk, values, stored)
-            shard.add(owner, "row", has, ts, src, pairs, layout.order(pk))
+            if layout.row_ids:
+                pairs.append((ROW_ID, self.rids[i]))
+                self.rids[i] += 1
+            shard.add(owner, "row", has, ts, src, pairs, layout.order(pk, self.frame))
             ob = owner.encode()
             for kind, chas, cpairs in children:
                 shard.add(owner, kind, chas, ts, ob, cpairs)

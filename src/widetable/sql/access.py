@@ -19,6 +19,10 @@ Choice, in order (``choose``):
   secondary index;
 * with no predicate on a leading column, a full scan in parallel over partitions.
 
+A secondary index is chosen by itself only when WHERE has a predicate on every
+attribute column of its declared key: a row lacking one of them has no entry, and
+without such a predicate (which NULL fails) the row may be in the answer.
+
 A global index is eventually consistent, and the access says so.
 """
 
@@ -295,7 +299,11 @@ def choose(spec: ScanSpec, base: Table, params: list, lookup, searches=None) -> 
         # More matched leading columns wins; among equals a local (strongly consistent)
         # index before a global one, then a covering one; the primary key wins every tie.
         ranked = []
+        constrained = {p.column for p in preds}
         for name in sorted(specs):
+            declared = specs[name].declared_key(names)
+            if any(c not in names and c not in constrained for c in declared):
+                continue  # rows lacking that column have no entry, and may match
             view = lookup(name)
             m = _match(view.schema.pk_names, view.schema.pk_types, preds)
             have = set(view.schema.pk_names) | set(specs[name].defined_columns)

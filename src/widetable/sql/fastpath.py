@@ -16,7 +16,9 @@
   on a plan-cache hit. The choice it repeats depends only on the table's schema (its
   indexes), its search indexes and the parameters' types, so ``run`` returns None when
   one of these differs from the first call's, or when a scan limit is passed (the general
-  path then reads again and raises the limit's error).
+  path then reads again and raises the limit's error). A count over a secondary index
+  whose key prefix the index counts (``index/counts.py``) is one read of that count
+  (``count_prefix``), no entries read.
 """
 
 from __future__ import annotations
@@ -205,6 +207,26 @@ class PointPath:
         return SQLResult(self.columns, [self.shape(pk, row.columns)], stats={self.name: 1})
 
 
+def count_prefix(plan: QueryPlan, access) -> tuple | None:
+    """The key prefix whose count in a secondary index answers ``plan``'s bare COUNT(*)
+    over ``access`` (one exact range of equality on a prefix the index counts), or None."""
+    if not plan.count or len(plan.scans) != 1 or access.kind != "index" or not access.exact:
+        return None
+    if access.points or len(access.ranges) != 1 or not access.table.plain_reads:
+        return None
+    preds = plan.scans[0].preds
+    cols = {p.column for p in preds}
+    k = len(cols)
+    names = access.table.schema.pk_names
+    if not k or k >= len(names) or any(p.op != "=" for p in preds) or cols != set(names[:k]):
+        return None
+    start, end = access.ranges[0]
+    prefix = start[:k]
+    if end[:k] != prefix or not access.table.counted(k):
+        return None
+    return prefix
+
+
 class KeyPath:
     """A direct read or count over one key range, compiled from its plan and the access
     path the general path chose for it (see the module doc), when ``eligible``."""
@@ -226,6 +248,8 @@ class KeyPath:
         self.key_types = tuple(_PY[t] for t in view.schema.pk_types[:k])
         self.low, self.high = (INF_MIN,) * (len(names) - k), (INF_MAX,) * (len(names) - k)
         self.limit, self.offset = spec.limit, spec.offset
+        # a count the index keeps (read per call: None sends it to the range)
+        self.counted = bool(plan.count) and view is not base and view.counted(k)
         if plan.count:
             self.columns = [(plan.output[0][0], "BIGINT")]
             self.shape = None
@@ -272,6 +296,10 @@ class KeyPath:
         prefix = tuple([params[i] if i >= 0 else v for i, v in self.key])  # type: ignore[index]
         if tuple(map(type, prefix)) != self.key_types:
             return None
+        if self.counted:
+            count = self.view.prefix_count(prefix)
+            if count is not None:
+                return SQLResult(self.columns, [(count,)], stats={self.view.name: 0})
         n = m = None
         if self.limit is not None:
             n = params[self.limit.n - 1] if isinstance(self.limit, Param) else self.limit  # type: ignore[index]

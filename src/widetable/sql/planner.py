@@ -306,14 +306,15 @@ def _push_limit(tree: exp.Expression, scans: list[ScanSpec]) -> None:
 
 
 def _mark_count(tree: exp.Select, plan: QueryPlan) -> None:
-    """Whether the query is ``SELECT COUNT(*) [AS name]`` alone, no LIMIT or OFFSET (the
-    caller checked: one table, WHERE all predicates, no grouping): ``count``, with its
-    output name. COUNT(column) and COUNT(DISTINCT ...) stay with DuckDB."""
+    """Whether the query is ``SELECT COUNT(*) [AS name]`` (or ``COUNT(1)``) alone, no LIMIT
+    or OFFSET (the caller checked: one table, WHERE all predicates, no grouping): ``count``,
+    with its output name. COUNT(column) and COUNT(DISTINCT ...) stay with DuckDB."""
     if len(tree.expressions) != 1 or tree.args.get("limit") or tree.args.get("offset"):
         return
     e = tree.expressions[0]
     agg = e.this if isinstance(e, exp.Alias) else e
-    if type(agg) is not exp.Count or not isinstance(agg.this, exp.Star) or \
+    # COUNT(*), or COUNT of a literal that is not NULL (COUNT(1)): every row counts
+    if type(agg) is not exp.Count or not isinstance(agg.this, (exp.Star, exp.Literal)) or \
             agg.args.get("distinct") or agg.expressions:
         return
     plan.count = True

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from ..errors import ObjectNotExist, ParameterInvalid, WidetableError, describe
 from . import statements
 from .access import Access, bind, choose
-from .fastpath import KeyPath, PointPath, Shaper, defined_types
+from .fastpath import KeyPath, PointPath, Shaper, count_prefix, defined_types
 from .mapping import Mapping, MappingCatalog
 from .planner import Param, QueryPlan, plan_query
 from .result import SQLResult, normalized_schema, sql_type
@@ -360,7 +360,14 @@ class SQLSession:
     def _count(self, plan: QueryPlan, access: Access, budget) -> SQLResult:
         """A bare COUNT(*) of exact key ranges or index ranges: the rows the access reads,
         counted without DuckDB (the same rows, read the same way, as DuckDB's scan would
-        count; bounded by ``max_scan_rows``)."""
+        count; bounded by ``max_scan_rows``). A count the secondary index keeps for the
+        range's key prefix is read instead (``fastpath.count_prefix``)."""
+        prefix = count_prefix(plan, access)
+        if prefix is not None:
+            n = access.table.prefix_count(prefix)
+            if n is not None:
+                return SQLResult([(plan.output[0][0], "BIGINT")], [(n,)],
+                                 stats={access.table.name: 0})
         n = 0
         for page in rows(access, plan.scans[0].columns, budget):
             n += len(page)
@@ -447,19 +454,32 @@ class SQLSession:
                          " (DuckDB runs it when max_scan_rows is None)" +
                          self._cached_note(plan, accesses[0])))
         elif plan.count and _countable(accesses[0]) and budgeted:
-            rows.append(("(no duckdb)", "rows counted directly", "COUNT(*) of exact key ranges"
-                         " (DuckDB runs it when max_scan_rows is None)" +
-                         self._cached_note(plan, accesses[0])))
+            prefix = count_prefix(plan, accesses[0])
+            if prefix is not None:
+                a = accesses[0]
+                names = a.table.schema.pk_names
+                where = " AND ".join(f"{n} = {v!r}" for n, v in zip(names, prefix))
+                consistency = ("global, eventually consistent" if a.index_type == "GLOBAL"
+                               else "local, strongly consistent")
+                rows.append(("(no duckdb)", f"index count: {a.index} ({consistency})",
+                             f"COUNT(*) is the count index {a.index} keeps for the key prefix "
+                             f"{where}: one read, no entries read (DuckDB runs it when "
+                             "max_scan_rows is None)" + self._cached_note(plan, a, True)))
+            else:
+                rows.append(("(no duckdb)", "rows counted directly", "COUNT(*) of exact key "
+                             "ranges (DuckDB runs it when max_scan_rows is None)" +
+                             self._cached_note(plan, accesses[0])))
         else:
             rows.append(("(duckdb)", "runs the rest", plan.duck_sql))
             self._explain_duck(plan, values, explained, rows)
         return SQLResult(columns, rows)
 
-    def _cached_note(self, plan: QueryPlan, access: Access) -> str:
+    def _cached_note(self, plan: QueryPlan, access: Access, counted: bool = False) -> str:
         if self._key_path(plan, access) is None:
             return ""
         return ("; cached key path: later calls with the default limits bind their "
-                "parameters into the one key range, no planning")
+                f"parameters into the one {'count read' if counted else 'key range'}, "
+                "no planning")
 
     def _explain_duck(self, plan: QueryPlan, values: list, explained: list, rows: list) -> None:
         """What DuckDB's own optimizer pushes into each scan (filters, columns), and the

@@ -13,14 +13,16 @@ Field kinds (``search/layout.py`` decides which field has which):
             (``WS``, registered again at every open: tantivy does not save tokenizers)
             splits them back; others go in pre-tokenized
 * ``int`` / ``float`` / ``bool``   indexed numeric fields (also fast fields)
+* ``fastfloat`` a float fast field only, read back by address (a point's coordinates)
 * ``bytes`` the stored source of a document (``_src``)
 
 The primary-key order of row documents: ``pk_levels`` = 0 (an index made before
 levels existed) keeps ``_pk``, the order key as hex in a fast text field; N > 0
 gives ``_k0`` ... ``_k<N-1>`` instead, integer fast fields holding the order key
-8 bytes at a time (see ``search/ordered.py``). tantivy orders by an integer
-fast field in a few microseconds, but by a text one at about 20 us a hit
-(each hit's term is looked up in the dictionary).
+8 bytes at a time (see ``search/ordered.py``); ``order_field`` puts ``_o``, one
+integer fast field summarizing the whole key (``search/frame.py``), before them.
+tantivy orders by an integer fast field in a few microseconds, but by a text one
+at about 20 us a hit (each hit's term is looked up in the dictionary).
 
 The checkpoint: ``commit(payload)`` replaces one document of kind ``ckpt``
 holding ``payload`` in the same tantivy commit as the documents it covers, so
@@ -40,7 +42,11 @@ from tantivy import Document, FieldType, Index, Occur, PreTokenizedString, Query
 _OCCUR = {"must": Occur.Must, "should": Occur.Should, "must_not": Occur.MustNot, "filter": Occur.Must}
 _RANGE_TYPE = {"int": FieldType.Integer, "float": FieldType.Float, "bool": FieldType.Boolean}
 WS = "widetable_ws"  # the whitespace tokenizer of ``tok`` fields
-HEAP = 40_000_000  # writer memory (a segment is flushed when it fills); 3 MB at least
+# writer memory: a segment is flushed when it fills (3 MB at least). Taken as documents
+# arrive (a writer starts at ~3 MB): a full sync's 30 s between commits fill ~75 MB a shard
+# at 1M rows; with 40 MB each shard held 6-8 segments there (5 with 200 MB), which every
+# search visits: a range query, a term set, a match cost per segment.
+HEAP = 200_000_000
 CKPT_KIND = "ckpt"
 CKPT_ID = "\x00ckpt"
 SMALL_TERM_SET = 48  # up to this many terms, a Bool of term queries beats a term set (measured)
@@ -55,7 +61,7 @@ class Shard:
     """
 
     def __init__(self, path: str | None, fields: list[tuple[str, str]], pk_levels: int = 0,
-                 heap: int = HEAP) -> None:
+                 heap: int = HEAP, order_field: bool = False) -> None:
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("_owner", tokenizer_name="raw", index_option="basic")
         sb.add_text_field("_kind", tokenizer_name="raw", index_option="basic")
@@ -64,7 +70,8 @@ class Shard:
         sb.add_bytes_field("_src", stored=True)
         self.kinds: dict[str, str] = {}
         self.pk_levels = pk_levels
-        self.level_names = [f"_k{i}" for i in range(pk_levels)]
+        self.level_names = (["_o"] if order_field else []) + [f"_k{i}" for i in range(pk_levels)]
+        self._level_at = {name: i for i, name in enumerate(self.level_names)}
         if pk_levels:
             for name in self.level_names:
                 sb.add_integer_field(name, fast=True)
@@ -83,6 +90,8 @@ class Shard:
                 sb.add_integer_field(name, indexed=True, fast=True)
             elif kind == "float":
                 sb.add_float_field(name, indexed=True, fast=True)
+            elif kind == "fastfloat":  # read back by address only (a point's coordinates)
+                sb.add_float_field(name, fast=True)
             elif kind == "bool":
                 sb.add_boolean_field(name, indexed=True, fast=True)
             else:
@@ -120,6 +129,11 @@ class Shard:
             return None
         return [lo[0][0], hi[0][0]]
 
+    def max_value(self, name: str) -> int:
+        """The highest value of integer fast field ``name`` in the index (-1: none)."""
+        span = self._span(name)
+        return -1 if span is None else span[1]
+
     def _levels_changed(self) -> None:
         idx = sorted(self._const)
         self._const_vals = tuple(self._const[i] for i in idx)
@@ -141,9 +155,14 @@ class Shard:
                 del self._const[i]
         self._levels_changed()
 
+    def level_value(self, name: str) -> int | None:
+        """The one value every document ever added holds in level ``name``, or None."""
+        i = self._level_at.get(name, -1)
+        return None if i < 0 else self._const.get(i)
+
     def constant(self, name: str) -> bool:
         """Whether every document ever added holds one value in level ``name``."""
-        i = self.level_names.index(name) if name.startswith("_k") and name in self.level_names else -1
+        i = self._level_at.get(name, -1)
         return i >= 0 and self._const.get(i) is not None
 
     # -- writing ---------------------------------------------------------------------
@@ -184,7 +203,7 @@ class Shard:
                     pre.append((name, PreTokenizedString(joined, toks)))
                     continue
                 value = joined  # the whitespace tokenizer gives the tokens back
-            elif k == "float":
+            elif k == "float" or k == "fastfloat":
                 value = value + 0.0  # type: ignore[operator] # -0.0 sorts as 0.0
             got = fields.get(name)
             if got is None:

@@ -25,6 +25,12 @@ log, or reading back rows it was just handed. The tail is a cache, never the
 record of truth: it starts empty at open (the applier then reads the log from
 its checkpoints), it is dropped when it outgrows TAIL_BYTES (ditto), and the
 applier trims what every global index has applied.
+
+Index counts: a local index whose codec has ``counts`` (``index/counts.py``) has
+its counts changed in the batch of its entries. ``stage_local`` returns what
+changes (a ``CountDeltas``); the write then reads the counts, adds and puts them
+under ``lock``, which every write whose counts change takes (also on a table
+that logs nothing), so two writers of one counter never lose an increment.
 """
 
 from __future__ import annotations
@@ -142,6 +148,7 @@ class TableFeed:
         batch = self._new_batch()
         batch.put(key, blob)
         local = self.local
+        deltas = None
         if local:
             old = self._get(key)
             if old is None:  # a new row: entries only to add
@@ -151,10 +158,17 @@ class TableFeed:
                     after = index.entry(row)
                     if after is not None:
                         batch.put(after[0], after[1])
+                        if index.counts is not None:
+                            deltas = index.counts.move(deltas, None, after[0])
             elif old != blob:  # an identical rewrite changes no entry
-                self.stage_local(batch, key, old, _unpack(blob) if row is None else row)
+                deltas = self.stage_local(batch, key, old, _unpack(blob) if row is None else row)
         if not self.logged:
-            self._write(batch)
+            if deltas is None:
+                self._write(batch)
+            else:
+                with self.lock:
+                    deltas.stage(self.engine, batch)
+                    self._write(batch)
             return
         # commit() inlined: this is the hot path of every put_row on a logged table.
         with self.lock:  # ts under the lock too: commit times follow seq order
@@ -163,6 +177,8 @@ class TableFeed:
             shard = parts[_bisect(bounds, key)].id
             ts = _time_ns() // 1_000_000
             batch.put(self._log_key(shard, seq), _pack((1, ts, blob)))  # log.PUT
+            if deltas is not None:
+                deltas.stage(self.engine, batch)
             self._write(batch)
             self.seq = seq
             tail = self.tail
@@ -184,16 +200,18 @@ class TableFeed:
             batch.put(key, new)
         elif old_row is not None:
             batch.delete(key)
+        deltas = None
         if self.local:
-            self.stage_local(batch, key, old_row, rowcodec.unpack(new) if new is not None else None)
-        self.commit(batch, [(key, [log.UPDATE, 0, list(pk), changes], new)] if self.logged else ())
+            deltas = self.stage_local(batch, key, old_row,
+                                      rowcodec.unpack(new) if new is not None else None)
+        self.commit(batch, [(key, [log.UPDATE, 0, list(pk), changes], new)] if self.logged else (),
+                    deltas)
 
     def delete(self, key: bytes, pk: tuple, old: object = _UNREAD) -> None:
         batch = self.engine.batch()
         batch.delete(key)
-        if self.local:
-            self.stage_local(batch, key, old, None)
-        self.commit(batch, [(key, [log.DELETE, 0, list(pk)], None)] if self.logged else ())
+        deltas = self.stage_local(batch, key, old, None) if self.local else None
+        self.commit(batch, [(key, [log.DELETE, 0, list(pk)], None)] if self.logged else (), deltas)
 
     def purge(self, key: bytes, old_row: list, new: bytes | None) -> None:
         """Garbage collection rewrote (or removed) a row: an internal PURGE record, which
@@ -203,17 +221,23 @@ class TableFeed:
             batch.delete(key)
         else:
             batch.put(key, new)
+        deltas = None
         if self.local:
-            self.stage_local(batch, key, old_row, rowcodec.unpack(new) if new is not None else None)
-        self.commit(batch, [(key, [log.PURGE, 0, list(old_row[1])], new)] if self.logged else ())
+            deltas = self.stage_local(batch, key, old_row,
+                                      rowcodec.unpack(new) if new is not None else None)
+        self.commit(batch, [(key, [log.PURGE, 0, list(old_row[1])], new)] if self.logged else (),
+                    deltas)
 
     # -- pieces, for multi-row batches ---------------------------------------------
 
-    def stage_local(self, batch, key: bytes, old: object, new_row: list | None) -> None:
-        """Put the local-index changes of one row into ``batch``.
+    def stage_local(self, batch, key: bytes, old: object, new_row: list | None,
+                    deltas=None):
+        """Put the local-index changes of one row into ``batch``; returns ``deltas`` with
+        the row's count changes added (a ``CountDeltas``, made if None; None: none).
 
         ``old`` is the stored row before the write: a decoded row, a blob,
         None (no row), or _UNREAD (read it now, under the caller's row lock).
+        The caller writes the batch with the returned deltas staged under ``lock``.
         """
         if old is _UNREAD:
             old = self._get(key)
@@ -223,26 +247,41 @@ class TableFeed:
                     after = index.entry(new_row)
                     if after is not None:
                         batch.put(after[0], after[1])
-            return
+                        if index.counts is not None:
+                            deltas = index.counts.move(deltas, None, after[0])
+            return deltas
         if type(old) is bytes:
             old = _unpack(old)
         for index in self.local:
             before = _old_entry(index, old)
             after = index.entry(new_row) if new_row is not None else None
+            if after == before:
+                continue
             if before is not None and (after is None or before[0] != after[0]):
                 batch.delete(before[0])
-            if after is not None and after != before:
+            if after is not None:
                 batch.put(after[0], after[1])
+            if index.counts is not None:
+                deltas = index.counts.change(deltas, before, after, self._get)
+        return deltas
 
-    def commit(self, batch, records) -> None:
+    def commit(self, batch, records, deltas=None) -> None:
         """Append ``records`` to ``batch`` and write it: ``(row key, record with ts 0, row
-        image)`` triples, the image being the row's blob after the write (None: removed)."""
+        image)`` triples, the image being the row's blob after the write (None: removed),
+        with the count changes ``deltas`` (``stage_local``'s)."""
         if not records:
-            self.engine.write(batch)
+            if deltas is None:
+                self.engine.write(batch)
+            else:
+                with self.lock:
+                    deltas.stage(self.engine, batch)
+                    self.engine.write(batch)
             return
         with self.lock:
             seq = self.seq
             added = self._stage_records(batch, records, now_ms())
+            if deltas is not None:
+                deltas.stage(self.engine, batch)
             self.engine.write(batch)
             self._committed(seq, added)
         if self.notify is not None:
@@ -282,29 +321,34 @@ class TableFeed:
         Raises :class:`RowsRefused`, writing nothing, if a row's new local entry cannot be
         made."""
         staged: dict = {}
+        counted: dict = {}
         refused: dict[bytes, WidetableError] = {}
         for feed, rows in groups.items():
             if feed.local:
                 olds = self.engine.multi_get([key for key, _ in rows])
+                deltas = None
                 for (key, blob), old in zip(rows, olds):
                     try:
-                        feed.stage_local(batch, key, old, rowcodec.unpack(blob))
+                        deltas = feed.stage_local(batch, key, old, rowcodec.unpack(blob), deltas)
                     except WidetableError as exc:  # its new entry's key is over the limits
                         refused[key] = exc
+                if deltas is not None:
+                    counted[feed] = deltas
             if feed.logged:
                 staged[feed] = [(key, [log.PUT, 0, blob], blob) for key, blob in rows]
         if refused:
             raise RowsRefused(refused)
-        commit_many(self.engine, batch, staged)
+        commit_many(self.engine, batch, staged, counted)
 
     def commit_rows(self, batch, rows: list) -> None:
         """Write ``batch`` (holding ``rows`` = ``[(key, blob or None), ...]``: whole-row puts
         and deletes, as a transaction commits them) with their records and index entries."""
         records = []
+        deltas = None
         for key, blob in rows:
             new_row = rowcodec.unpack(blob) if blob is not None else None
             if self.local:
-                self.stage_local(batch, key, _UNREAD, new_row)
+                deltas = self.stage_local(batch, key, _UNREAD, new_row, deltas)
             if self.logged:
                 if blob is not None:
                     records.append((key, [log.PUT, 0, blob], blob))
@@ -314,7 +358,7 @@ class TableFeed:
         for key, rec, _ in records:
             if rec[0] == log.DELETE:
                 rec[2] = list(self.decode_pk(key))
-        self.commit(batch, records)
+        self.commit(batch, records, deltas)
 
     def barrier(self) -> None:
         """Return once every write that looked up a shard before now has committed."""
@@ -349,13 +393,14 @@ def write_puts(engine, batch, rows: list, groups: dict) -> dict[bytes, Widetable
     return errors
 
 
-def commit_many(engine, batch, staged: dict) -> None:
+def commit_many(engine, batch, staged: dict, counted: dict | None = None) -> None:
     """Write ``batch`` with the records of several tables: ``{feed: [(key, record, image), ...]}``
-    (see :meth:`TableFeed.commit`).
+    (see :meth:`TableFeed.commit`), and the count changes ``counted`` (``{feed: deltas}``).
 
     The feeds' locks are taken in table-id order, so concurrent batches never deadlock.
     """
-    feeds = sorted((f for f, recs in staged.items() if recs), key=lambda f: f.table_id)
+    logged = [f for f, recs in staged.items() if recs]
+    feeds = sorted({*logged, *(counted or ())}, key=lambda f: f.table_id)
     if not feeds:
         engine.write(batch)
         return
@@ -363,13 +408,16 @@ def commit_many(engine, batch, staged: dict) -> None:
         feed.lock.acquire()
     try:
         ts = now_ms()
-        added = [feed._stage_records(batch, staged[feed], ts) for feed in feeds]
+        added = [(feed, feed._stage_records(batch, staged[feed], ts)) for feed in feeds
+                 if staged.get(feed)]
+        for deltas in (counted or {}).values():
+            deltas.stage(engine, batch)
         engine.write(batch)
-        for feed, items in zip(feeds, added):
+        for feed, items in added:
             feed._committed(feed.seq, items)
     finally:
         for feed in reversed(feeds):
             feed.lock.release()
-    for feed in feeds:
+    for feed, _ in added:
         if feed.notify is not None:
             feed.notify()

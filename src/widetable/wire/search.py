@@ -190,7 +190,7 @@ _AGGS = {1: ("AvgAggregation", A.AvgAgg), 2: ("MaxAggregation", A.MaxAgg),
          3: ("MinAggregation", A.MinAgg), 4: ("SumAggregation", A.SumAgg),
          5: ("CountAggregation", A.CountAgg), 6: ("DistinctCountAggregation", A.DistinctCountAgg)}
 _TOP_ROWS, _PERCENTILES = 7, 8
-_GEO_DISTANCE, _HISTOGRAM, _DATE_HISTOGRAM, _COMPOSITE = 4, 5, 6, 8
+_GEO_DISTANCE, _HISTOGRAM, _DATE_HISTOGRAM, _GEO_GRID, _COMPOSITE = 4, 5, 6, 7, 8
 # DateTimeUnit: calendar units, then fixed ones in milliseconds
 _CALENDAR = {1: "year", 2: "quarter", 3: "month"}
 _UNIT_MS = {4: 7 * 86_400_000, 5: 86_400_000, 6: 3_600_000, 7: 60_000, 8: 1000, 9: 1}
@@ -338,15 +338,21 @@ def decode_group_bys(msg) -> list:
                 tuple(decode_aggs(m.sub_aggs)), tuple(decode_group_bys(m.sub_group_bys)),
                 _range_of(m), _value(m.missing) if m.HasField("missing") else None,
                 _group_sort(m.sort)))
+        elif g.type == _GEO_GRID:
+            m = _parse(pb.GroupByGeoGrid, g.body)
+            if not m.HasField("precision"):
+                raise ParameterInvalid(f"GroupByGeoGrid {g.name!r} needs a precision")
+            out.append(A.GroupByGeoGrid(g.name, m.field_name, m.precision,
+                                        m.size if m.HasField("size") else 10,
+                                        tuple(decode_aggs(m.sub_aggs)),
+                                        tuple(decode_group_bys(m.sub_group_bys))))
         elif g.type == _COMPOSITE:
             m = _parse(pb.GroupByComposite, g.body)
-            sources = []
-            for src in m.sources.group_bys:
-                if src.type != 1:
-                    raise NotSupported("GroupByComposite sources are GroupByField only")
-                sources.append(_parse(pb.GroupByField, src.body).field_name)
-            if len(m.sub_group_bys.group_bys):
-                raise NotSupported("GroupByComposite sub group-bys are not supported")
+            sources = decode_group_bys(m.sources)
+            for src in sources:
+                if not isinstance(src, (A.GroupByField, A.GroupByHistogram, A.GroupByDateHistogram)):
+                    raise NotSupported(f"GroupByComposite source {src.name!r}: the sources are "
+                                       "GroupByField, GroupByHistogram and GroupByDateHistogram")
             token = None
             if m.HasField("next_token") and m.next_token:
                 try:
@@ -354,7 +360,8 @@ def decode_group_bys(msg) -> list:
                 except ValueError:
                     raise ParameterInvalid("GroupByComposite next_token is invalid") from None
             out.append(A.GroupByComposite(g.name, tuple(sources), m.size if m.HasField("size") else 10,
-                                          token, tuple(decode_aggs(m.sub_aggs))))
+                                          token, tuple(decode_aggs(m.sub_aggs)),
+                                          tuple(decode_group_bys(m.sub_group_bys))))
         else:
             raise NotSupported(f"group-by type {g.type} is not supported")
     return out
@@ -371,15 +378,15 @@ def encode_group_bys(gbs: list, results: dict, encode_row=None):
                 _sub(item, g, grp, encode_row)
             t = 1
         elif isinstance(g, (A.GroupByRange, A.GroupByGeoDistance)):
-            geo = isinstance(g, A.GroupByGeoDistance)
-            r = pb.GroupByGeoDistanceResult() if geo else pb.GroupByRangeResult()
-            items = r.group_by_geo_distance_result_items if geo else r.group_by_range_result_items
+            by_distance = isinstance(g, A.GroupByGeoDistance)
+            r = pb.GroupByGeoDistanceResult() if by_distance else pb.GroupByRangeResult()
+            items = r.group_by_geo_distance_result_items if by_distance else r.group_by_range_result_items
             for grp in groups:
                 lo, hi = grp.key
                 item = items.add(range_from=-math.inf if lo is None else lo,
                                  range_to=math.inf if hi is None else hi, row_count=grp.row_count)
                 _sub(item, g, grp, encode_row)
-            t = _GEO_DISTANCE if geo else 2
+            t = _GEO_DISTANCE if by_distance else 2
         elif isinstance(g, A.GroupByHistogram):
             r = pb.GroupByHistogramResult()
             for grp in groups:
@@ -395,7 +402,7 @@ def encode_group_bys(gbs: list, results: dict, encode_row=None):
             t = _DATE_HISTOGRAM
         elif isinstance(g, A.GroupByComposite):
             page, token = groups
-            r = pb.GroupByCompositeResult(source_group_by_names=list(g.sources))
+            r = pb.GroupByCompositeResult(source_group_by_names=A.source_names(g))
             for grp in page:
                 item = r.group_by_composite_result_items.add(
                     keys=["" if k is None else str(k) for k in grp.key],
@@ -404,6 +411,16 @@ def encode_group_bys(gbs: list, results: dict, encode_row=None):
             if token is not None:
                 r.next_token = base64.b64encode(token).decode()
             t = _COMPOSITE
+        elif isinstance(g, A.GroupByGeoGrid):
+            r = pb.GroupByGeoGridResult()
+            for grp in groups:
+                lat_min, lat_max, lon_min, lon_max = geo.bounds(grp.key)
+                item = r.group_by_geo_grid_result_items.add(
+                    key=grp.key, row_count=grp.row_count, geo_grid=pb.GeoGrid(
+                        top_left=pb.GeoPoint(lat=lat_max, lon=lon_min),
+                        bottom_right=pb.GeoPoint(lat=lat_min, lon=lon_max)))
+                _sub(item, g, grp, encode_row)
+            t = _GEO_GRID
         else:
             r = pb.GroupByFilterResult()
             for grp in groups:
@@ -621,14 +638,19 @@ def encode_group_by_requests(gbs: list):
             body.sub_group_bys.CopyFrom(encode_group_by_requests(list(g.sub_group_bys)))
             t = _DATE_HISTOGRAM if date else _HISTOGRAM
         elif isinstance(g, A.GroupByComposite):
-            sources = pb.GroupBys()
-            for f in g.sources:
-                sources.group_bys.add(name=f, type=1, body=pb.GroupByField(field_name=f).SerializeToString())
+            sources = encode_group_by_requests([A.GroupByField(s, s) if isinstance(s, str) else s
+                                                for s in g.sources])
             body = pb.GroupByComposite(sources=sources, size=g.size,
-                                       sub_aggs=encode_agg_requests(list(g.sub_aggs)))
+                                       sub_aggs=encode_agg_requests(list(g.sub_aggs)),
+                                       sub_group_bys=encode_group_by_requests(list(g.sub_group_bys)))
             if g.next_token is not None:
                 body.next_token = base64.b64encode(g.next_token).decode()
             t = _COMPOSITE
+        elif isinstance(g, A.GroupByGeoGrid):
+            body = pb.GroupByGeoGrid(field_name=g.field_name, precision=g.precision, size=g.size,
+                                     sub_aggs=encode_agg_requests(list(g.sub_aggs)),
+                                     sub_group_bys=encode_group_by_requests(list(g.sub_group_bys)))
+            t = _GEO_GRID
         else:
             raise NotSupported(f"{type(g).__name__} does not travel over the wire")
         out.group_bys.add(name=g.name, type=t, body=body.SerializeToString())
@@ -701,6 +723,9 @@ def decode_group_by_results(gbs: list, raw: bytes, decode_row=None) -> dict:
         elif r.type == _DATE_HISTOGRAM:
             for it in pb.GroupByDateHistogramResult.FromString(body).group_by_date_histogram_items:
                 groups.append(_group(g, it.timestamp, it, decode_row))
+        elif r.type == _GEO_GRID:
+            for it in pb.GroupByGeoGridResult.FromString(body).group_by_geo_grid_result_items:
+                groups.append(_group(g, it.key, it, decode_row))
         elif r.type == _COMPOSITE:
             res = pb.GroupByCompositeResult.FromString(body)
             for it in res.group_by_composite_result_items:

@@ -15,7 +15,9 @@ tree to know where BYTES are:
   to BYTES, as GoogleSQL coerces literals; a STRING value that is not a literal is an
   error there (``No matching signature``);
 * ``CAST(bytes AS STRING)`` decodes UTF-8 (``SAFE_CAST``: NULL when invalid), ``CAST(string
-  AS BYTES)`` encodes it; ``TO_INT64(bytes)`` reads 8 big-endian bytes;
+  AS BYTES)`` encodes it; ``TO_INT64(bytes)`` reads 8 big-endian bytes, ``TO_FLOAT64`` and
+  ``TO_FLOAT32`` the 8 or 4 big-endian bytes of an IEEE 754 value; ``SAFE.f(...)`` is NULL
+  where ``f`` raises an error;
 * ``STARTS_WITH``/``ENDS_WITH``/``LIKE`` on BYTES match bytes (LIKE as a regex over hex).
 
 ``key_ranges`` derives from WHERE the row ranges that can hold an answer (a superset: the
@@ -49,20 +51,45 @@ _CASTS = {exp.DataType.Type.TEXT: "STRING", exp.DataType.Type.VARCHAR: "STRING",
           exp.DataType.Type.BOOLEAN: "BOOL"}
 _SYMBOLS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
             exp.NullSafeEQ: "IS NOT DISTINCT FROM", exp.NullSafeNEQ: "IS DISTINCT FROM"}
+# GoogleSQL's decoders of big-endian bytes, and the macros (MACROS) that do them
+_FROM_BYTES = {"TO_INT64": "wt_to_int64", "TO_FLOAT64": "wt_to_float64",
+               "TO_FLOAT32": "wt_to_float32"}
 _COMPARE = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+
+
+def _ieee_macro(name: str, n: int, ebits: int, mbits: int) -> str:
+    """``wt_to_<name>(b)``: the IEEE 754 value of the ``n`` big-endian bytes ``b``, from its
+    fields; every product is exact (a significand of at most 53 bits times a power of two)."""
+    u, emax, bias = "wt_bits(b, %d, 'TO_%s', safe)" % (n, name.upper()), (1 << ebits) - 1, (1 << (ebits - 1)) - 1
+    exp_, frac, sign = f"(({u} >> {mbits}) & {emax})", f"({u} & {(1 << mbits) - 1})", f"({u} >> {ebits + mbits})"
+    value = (f"CASE WHEN {u} IS NULL THEN NULL WHEN {exp_} = {emax} THEN CASE WHEN {frac} <> 0 "
+             f"THEN CAST('nan' AS DOUBLE) WHEN {sign} = 1 THEN CAST('-inf' AS DOUBLE) ELSE "
+             f"CAST('inf' AS DOUBLE) END ELSE (CASE WHEN {sign} = 1 THEN -1.0 ELSE 1.0 END) * "
+             f"CASE WHEN {exp_} = 0 THEN CAST({frac} AS DOUBLE) * pow(2.0, {1 - bias - mbits}) "
+             f"ELSE CAST({frac} + {1 << mbits} AS DOUBLE) * pow(2.0, CAST({exp_} AS BIGINT) - "
+             f"{bias + mbits}) END END")
+    out = "DOUBLE" if n == 8 else "FLOAT"
+    return f"CREATE OR REPLACE MACRO wt_to_{name}(b, safe) AS CAST({value} AS {out})"
+
 
 # DuckDB macros for what GoogleSQL has and DuckDB spells otherwise (made once per database)
 MACROS = (
-    ("CREATE OR REPLACE MACRO wt_to_int64(b) AS CASE WHEN CAST(b AS BLOB) IS NULL THEN NULL "
-     "WHEN octet_length(CAST(b AS BLOB)) <> 8 THEN error('TO_INT64 needs the 8 bytes of a "
-     "big-endian INT64, got ' || octet_length(CAST(b AS BLOB)) || ' bytes') ELSE CAST(CAST(CAST("
-     "('0x' || hex(CAST(b AS BLOB))) AS UBIGINT) AS HUGEINT) - CASE WHEN CAST(('0x' || "
-     "hex(CAST(b AS BLOB))) AS UBIGINT) >= 9223372036854775808 THEN CAST(18446744073709551616 "
-     "AS HUGEINT) ELSE 0 END AS BIGINT) END"),
+    # the n big-endian bytes of b as an unsigned integer (TO_INT64, TO_FLOAT64, TO_FLOAT32);
+    # with safe (SAFE.TO_...), NULL where there are not n bytes
+    ("CREATE OR REPLACE MACRO wt_bits(b, n, what, safe) AS CASE WHEN CAST(b AS BLOB) IS NULL "
+     "THEN NULL WHEN octet_length(CAST(b AS BLOB)) <> n THEN CASE WHEN safe THEN NULL ELSE "
+     "error(what || ' needs the ' || n || ' bytes of a big-endian value, got ' || "
+     "octet_length(CAST(b AS BLOB)) || ' bytes') END ELSE CAST(('0x' || hex(CAST(b AS BLOB))) AS "
+     "UBIGINT) END"),
+    ("CREATE OR REPLACE MACRO wt_to_int64(b, safe) AS CAST(CAST(wt_bits(b, 8, 'TO_INT64', safe) "
+     "AS HUGEINT) - CASE WHEN wt_bits(b, 8, 'TO_INT64', safe) >= 9223372036854775808 THEN "
+     "CAST(18446744073709551616 AS HUGEINT) ELSE 0 END AS BIGINT)"),
     ("CREATE OR REPLACE MACRO wt_bytes_to_string(b) AS CASE WHEN try(decode(CAST(b AS BLOB))) "
      "IS NULL AND CAST(b AS BLOB) IS NOT NULL THEN error('CAST(BYTES AS STRING): the bytes '"
      " || '0x' || hex(CAST(b AS BLOB))[1:64] || ' are not valid UTF-8; SAFE_CAST gives NULL') "
      "ELSE try(decode(CAST(b AS BLOB))) END"),
+    *(_ieee_macro(name, n, ebits, mbits) for name, n, ebits, mbits in (
+        ("float64", 8, 11, 52), ("float32", 4, 8, 23))),
     "CREATE OR REPLACE MACRO wt_starts_with(x, p) AS x[1:octet_length(p)] = p",
     ("CREATE OR REPLACE MACRO wt_ends_with(x, p) AS octet_length(p) = 0 OR "
      "(octet_length(x) >= octet_length(p) AND x[octet_length(x) - octet_length(p) + 1:] = p)"),
@@ -176,10 +203,23 @@ def _expand_star(tree: exp.Select, families: dict) -> None:
         if star is None:
             out.append(e)
             continue
-        if any(star.args.get(k) for k in ("except", "replace", "rename")):
-            raise ParameterInvalid("SELECT * EXCEPT / REPLACE is not supported")
-        out.append(exp.column(KEY))
-        out += [exp.column(exp.to_identifier(f, quoted=True)) for f in sorted(families)]
+        if star.args.get("rename"):
+            raise ParameterInvalid("SELECT * RENAME is not supported")
+        columns = [KEY, *sorted(families)]
+        dropped = [c.name for c in star.args.get("except") or []]
+        replaced = {a.alias: a for a in star.args.get("replace") or []}
+        for name in [*dropped, *replaced]:
+            if name not in columns:
+                raise ParameterInvalid(f"Column {name} in SELECT * EXCEPT/REPLACE list does not "
+                                       f"exist (the columns are {columns})")
+        if len(set(dropped)) < len(dropped) or len(columns) == len(set(dropped)):
+            raise ParameterInvalid(f"SELECT * EXCEPT ({', '.join(dropped)}) must name each column "
+                                   "once and leave at least one")
+        for name in columns:
+            if name in replaced:
+                out.append(replaced[name])
+            elif name not in dropped:
+                out.append(exp.column(exp.to_identifier(name, quoted=name != KEY)))
     tree.set("expressions", out)
 
 
@@ -363,10 +403,28 @@ def _rewrite_node(node: exp.Expression, types: dict) -> exp.Expression:
         return _bytes_like(node, types)
     if isinstance(node, (exp.Cast, exp.TryCast)):
         return _cast(node, types)
+    if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) \
+            and node.this.name.upper() == "SAFE" and isinstance(node.expression, exp.Func):
+        # SAFE.f(...): NULL where f would raise an error. sqlglot leaves f unknown after
+        # SAFE., so f is made again as the function its name is
+        f = node.expression
+        if isinstance(f, exp.Anonymous) and f.name in _FROM_BYTES.values():
+            return exp.Anonymous(this=f.name, expressions=[f.expressions[0], exp.true()])
+        if isinstance(f, exp.Anonymous):
+            f = exp.func(f.name, *f.expressions, dialect="bigquery")
+        return exp.Anonymous(this="try", expressions=[f])
     if isinstance(node, exp.Anonymous):
         name = node.name.upper()
-        if name == "TO_INT64":
-            return exp.Anonymous(this="wt_to_int64", expressions=node.expressions)
+        if name in _FROM_BYTES:
+            if len(node.expressions) != 1:
+                raise ParameterInvalid(f"{name} takes one BYTES argument, got "
+                                       f"{len(node.expressions)}")
+            arg = _coerce(node.expressions[0], _bytes_node(b""), types, name)
+            t = "INT64" if isinstance(arg, exp.Literal) and not arg.is_string else type_of(arg, types)
+            if t not in ("BYTES", None):
+                raise ParameterInvalid(f"No matching signature for function {name} for argument "
+                                       f"types: {type_name(t)} (it takes BYTES)")
+            return exp.Anonymous(this=_FROM_BYTES[name], expressions=[arg, exp.false()])
         if name == "MAP_CONTAINS_KEY" and len(node.expressions) == 2:
             m, k = node.expressions
             t = type_of(m, types)
